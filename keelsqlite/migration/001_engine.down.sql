@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS keel_audit;
+DROP TABLE IF EXISTS keel_leader;
+DROP TABLE IF EXISTS keel_queue;
+DROP TABLE IF EXISTS keel_job;
