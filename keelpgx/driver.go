@@ -1,0 +1,205 @@
+// Package keelpgx is the PostgreSQL driver of Keel: keeldriver.Driver over a
+// pgx pool, with LISTEN/NOTIFY for cross-process wake-ups.
+//
+// Every statement is static SQL in queries/*.sql. Optional filters are
+// nullable parameters, never SQL built from input.
+package keelpgx
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/keelwork/keel/internal/sqlfile"
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keeltype"
+)
+
+//go:embed migration/*.sql
+var migrationFS embed.FS
+
+//go:embed queries/*.sql
+var queryFS embed.FS
+
+// queries is loaded at init: a malformed file is a build defect.
+var queries = sqlfile.MustLoad(queryFS, "queries")
+
+// DefaultMaxConns is the pool size Open uses when the URL sets no
+// pool_max_conns.
+const DefaultMaxConns = 20
+
+// Config configures the driver. A nil *Config is the zero Config.
+type Config struct {
+	// Schema holds Keel's tables. "" uses the pool's search_path as is.
+	// When set, every connection must have search_path = Schema: Open does
+	// that; New checks the caller's pool does.
+	Schema string
+}
+
+// Driver implements keeldriver.Driver[pgx.Tx].
+type Driver struct {
+	pool      *pgxpool.Pool
+	ownsPool  bool
+	schema    string
+	closed    atomic.Bool
+	executor  *executor
+	listenCfg *pgx.ConnConfig
+
+	// channelNS namespaces notification channels by schema so that two Keel
+	// installs in one database do not wake each other. Resolved once from
+	// the database when Config.Schema is empty.
+	nsMu      sync.Mutex
+	channelNS string
+}
+
+var _ keeldriver.Driver[pgx.Tx] = (*Driver)(nil)
+
+// identRE is deliberately stricter than PostgreSQL: a schema name that needs
+// no case folding reasoning and fits NAMEDATALEN.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// New wraps a caller's pool; Close will not close it. With cfg.Schema set,
+// the pool's connections must already use it as search_path (set the
+// search_path runtime parameter, as Open does).
+func New(pool *pgxpool.Pool, cfg *Config) (*Driver, error) {
+	if pool == nil {
+		return nil, errors.New("keelpgx: nil pool")
+	}
+	schema, err := schemaOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	connCfg := pool.Config().ConnConfig
+	if schema != "" && !searchPathIs(connCfg.RuntimeParams["search_path"], schema) {
+		return nil, fmt.Errorf("keelpgx: schema %q configured but the pool's search_path is %q; "+
+			"set the search_path runtime parameter or use keelpgx.Open", schema, connCfg.RuntimeParams["search_path"])
+	}
+	d := &Driver{pool: pool, schema: schema, channelNS: schema, listenCfg: connCfg.Copy()}
+	d.executor = &executor{d: d, db: poolDB{d: d}}
+	return d, nil
+}
+
+// Open creates a pool for url (max conns from pool_max_conns, else
+// DefaultMaxConns), pinned to cfg.Schema when set, and a driver that owns
+// it: Close closes the pool.
+func Open(ctx context.Context, url string, cfg *Config) (*Driver, error) {
+	schema, err := schemaOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: parsing database url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		poolCfg.MaxConns = DefaultMaxConns
+	}
+	if schema != "" {
+		poolCfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: creating pool: %w", err)
+	}
+	d, err := New(pool, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	d.ownsPool = true
+	return d, nil
+}
+
+func schemaOf(cfg *Config) (string, error) {
+	if cfg == nil || cfg.Schema == "" {
+		return "", nil
+	}
+	if !identRE.MatchString(cfg.Schema) {
+		return "", fmt.Errorf("keelpgx: schema %q is not a valid identifier: %w", cfg.Schema, keeltype.ErrInvalidArgument)
+	}
+	return cfg.Schema, nil
+}
+
+// searchPathIs accepts the schema bare or quoted, as users write either.
+func searchPathIs(path, schema string) bool {
+	path = strings.TrimSpace(path)
+	return path == schema || path == pgx.Identifier{schema}.Sanitize()
+}
+
+// Pool returns the driver's pool.
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+// Executor runs each call on the pool.
+func (d *Driver) Executor() keeldriver.Executor { return d.executor }
+
+// UnwrapExecutor runs engine statements in the caller's transaction. The
+// caller owns it: Commit and Rollback are no-ops; Begin opens a savepoint.
+func (d *Driver) UnwrapExecutor(tx pgx.Tx) keeldriver.ExecutorTx {
+	return &executorTx{executor: executor{d: d, db: tx}, tx: tx}
+}
+
+// UnwrapTx returns the pgx.Tx behind an ExecutorTx from this driver. Any
+// other ExecutorTx is a programming error.
+func (d *Driver) UnwrapTx(tx keeldriver.ExecutorTx) pgx.Tx {
+	etx, ok := tx.(*executorTx)
+	if !ok {
+		panic(fmt.Sprintf("keelpgx: UnwrapTx of a %T, not a keelpgx transaction", tx))
+	}
+	return etx.tx
+}
+
+// Dialect is "postgres".
+func (d *Driver) Dialect() string { return "postgres" }
+
+// Migrations returns the engine migrations, NNN_name.up.sql/down.sql at the root.
+func (d *Driver) Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFS, "migration")
+	if err != nil {
+		panic(err) // a constant, valid path
+	}
+	return sub
+}
+
+// SupportsListener is true: LISTEN/NOTIFY reaches every process.
+func (d *Driver) SupportsListener() bool { return true }
+
+// Listener returns an unconnected listener on a dedicated connection.
+func (d *Driver) Listener() keeldriver.Listener {
+	return &listener{d: d, channels: map[string]string{}}
+}
+
+// Notify publishes payload on topic through pg_notify, which is
+// transactional only inside a transaction; here it is sent at once.
+func (d *Driver) Notify(ctx context.Context, topic, payload string) error {
+	if d.closed.Load() {
+		return keeldriver.ErrClosed
+	}
+	channel, err := d.channel(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if _, err := d.pool.Exec(ctx, sqlNotify, channel, payload); err != nil {
+		return fmt.Errorf("keelpgx: notifying %s: %w", topic, err)
+	}
+	return nil
+}
+
+// Close marks the driver closed and closes the pool if Open created it.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	if d.ownsPool {
+		d.pool.Close()
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+package keelpgx
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keeltype"
+)
+
+// Insert defaults mirror the column defaults of 001_engine: inserting
+// explicit values (needed for a set-based insert) bypasses them.
+const (
+	defaultQueue       = "default"
+	defaultPriority    = 2
+	defaultMaxAttempts = 25
+	// defaultBatchMax bounds Promote, Rescue and Prune when Max is 0.
+	defaultBatchMax = 1000
+	// defaultListLimit bounds JobList and AuditList when Limit is 0.
+	defaultListLimit = 100
+)
+
+// insertColumns are the parallel arrays JobInsertMany unnests.
+type insertColumns struct {
+	kind, queue, args, metadata []string
+	priority                    []int16
+	runAt                       []pgtype.Timestamptz
+	maxAttempts                 []int32
+	idemKey, flowKey, subject   []pgtype.Text
+	batchID                     []pgtype.Int8
+}
+
+func newInsertColumns(params []*keeldriver.JobInsertParams) insertColumns {
+	var c insertColumns
+	for _, p := range params {
+		c.kind = append(c.kind, p.Kind)
+		c.queue = append(c.queue, cmp.Or(p.Queue, defaultQueue))
+		c.args = append(c.args, jsonOr(p.Args, "{}"))
+		c.metadata = append(c.metadata, jsonOr(p.Metadata, "{}"))
+		c.priority = append(c.priority, int16(cmp.Or(p.Priority, defaultPriority)))
+		c.runAt = append(c.runAt, nullTime(p.RunAt))
+		c.maxAttempts = append(c.maxAttempts, int32(cmp.Or(p.MaxAttempts, defaultMaxAttempts)))
+		c.idemKey = append(c.idemKey, nullText(p.IdempotencyKey))
+		c.flowKey = append(c.flowKey, nullText(p.FlowKey))
+		c.batchID = append(c.batchID, nullInt8(p.BatchID))
+		c.subject = append(c.subject, nullText(p.Subject))
+	}
+	return c
+}
+
+func jsonOr(b json.RawMessage, def string) string {
+	if len(b) == 0 {
+		return def
+	}
+	return string(b)
+}
+
+// JobInsertMany inserts every job in one statement; results follow input
+// order. An existing idempotency key returns the stored job as Duplicate.
+func (e *executor) JobInsertMany(ctx context.Context, params []*keeldriver.JobInsertParams) ([]keeldriver.JobInsertResult, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	c := newInsertColumns(params)
+	rows, err := e.db.Query(ctx, sqlJobInsertMany, c.kind, c.queue, c.args, c.metadata, c.priority,
+		c.runAt, c.maxAttempts, c.idemKey, c.flowKey, c.batchID, c.subject)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: inserting jobs: %w", err)
+	}
+	got, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: inserting jobs: %w", err)
+	}
+	results := make([]keeldriver.JobInsertResult, len(params))
+	for _, g := range got {
+		results[g.Ord-1] = keeldriver.JobInsertResult{Job: g.Job, Duplicate: g.Duplicate}
+	}
+	if err := e.fillLateDuplicates(ctx, params, results); err != nil {
+		return nil, fmt.Errorf("keelpgx: inserting jobs: %w", err)
+	}
+	return results, nil
+}
+
+// fillLateDuplicates resolves inputs that conflicted with a row committed
+// after the insert's snapshot: ON CONFLICT saw it, the snapshot did not.
+func (e *executor) fillLateDuplicates(ctx context.Context, params []*keeldriver.JobInsertParams, results []keeldriver.JobInsertResult) error {
+	var kinds, keys []string
+	for i, r := range results {
+		if r.Job == nil {
+			kinds = append(kinds, params[i].Kind)
+			keys = append(keys, params[i].IdempotencyKey)
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	rows, err := e.db.Query(ctx, sqlJobGetByIdempotencyKeys, kinds, keys)
+	if err != nil {
+		return err
+	}
+	got, err := scanJobs(rows)
+	if err != nil {
+		return err
+	}
+	for i := range results {
+		if results[i].Job != nil {
+			continue
+		}
+		idx := slices.IndexFunc(got, func(g scannedJob) bool {
+			return g.Job.Kind == params[i].Kind && g.Job.IdempotencyKey == params[i].IdempotencyKey
+		})
+		if idx < 0 {
+			return fmt.Errorf("job %d of the batch (kind %s) was neither inserted nor found", i, params[i].Kind)
+		}
+		results[i] = keeldriver.JobInsertResult{Job: got[idx].Job, Duplicate: true}
+	}
+	return nil
+}
+
+// JobClaim claims up to Max jobs of a queue in one statement and returns
+// them in (priority, id) order, which UPDATE ... RETURNING does not keep.
+func (e *executor) JobClaim(ctx context.Context, p *keeldriver.JobClaimParams) ([]*keeltype.JobRow, error) {
+	if p.Max <= 0 {
+		return nil, nil
+	}
+	if p.LeaseDuration <= 0 {
+		return nil, fmt.Errorf("keelpgx: claiming jobs: lease duration %v: %w", p.LeaseDuration, keeltype.ErrInvalidArgument)
+	}
+	rows, err := e.db.Query(ctx, sqlJobClaim, p.Queue, p.Max, p.Owner, micros(p.LeaseDuration), nullTime(p.Now))
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: claiming jobs: %w", err)
+	}
+	jobs, err := jobsOf(rows)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: claiming jobs: %w", err)
+	}
+	slices.SortFunc(jobs, func(a, b *keeltype.JobRow) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+func jobsOf(rows pgx.Rows) ([]*keeltype.JobRow, error) {
+	got, err := scanJobs(rows)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]*keeltype.JobRow, len(got))
+	for i, g := range got {
+		jobs[i] = g.Job
+	}
+	return jobs, nil
+}
+
+// JobHeartbeat extends the leases still held; see JobHeartbeatParams.
+func (e *executor) JobHeartbeat(ctx context.Context, p *keeldriver.JobHeartbeatParams) ([]int64, error) {
+	if len(p.IDs) != len(p.Fences) {
+		return nil, fmt.Errorf("keelpgx: heartbeat: %d ids but %d fences: %w", len(p.IDs), len(p.Fences), keeltype.ErrInvalidArgument)
+	}
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	rows, err := e.db.Query(ctx, sqlJobHeartbeat, p.IDs, p.Fences, micros(p.LeaseDuration), nullTime(p.Now), p.Owner)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: heartbeat: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: heartbeat: %w", err)
+	}
+	return ids, nil
+}
+
+// JobGet returns one job or ErrNotFound.
+func (e *executor) JobGet(ctx context.Context, id int64) (*keeltype.JobRow, error) {
+	rows, err := e.db.Query(ctx, sqlJobGet, id)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: getting job %d: %w", id, err)
+	}
+	jobs, err := jobsOf(rows)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: getting job %d: %w", id, err)
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("keelpgx: getting job %d: %w", id, keeltype.ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// JobList pages jobs in id order; see JobListParams.
+func (e *executor) JobList(ctx context.Context, p *keeldriver.JobListParams) ([]*keeltype.JobRow, error) {
+	query := sqlJobListAsc
+	if p.Desc {
+		query = sqlJobListDesc
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	rows, err := e.db.Query(ctx, query, nullStrings(p.States), nullStrings(p.Kinds), nullStrings(p.Queues),
+		nullText(p.FlowKey), nullInt8(p.BatchID), nullInt8(p.AfterID), nullInt8(p.BeforeID), limit)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: listing jobs: %w", err)
+	}
+	jobs, err := jobsOf(rows)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: listing jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobPrune deletes up to Max final jobs finalized before Before.
+func (e *executor) JobPrune(ctx context.Context, p *keeldriver.JobPruneParams) (int, error) {
+	tag, err := e.db.Exec(ctx, sqlJobPrune, p.Before, batchMax(p.Max))
+	if err != nil {
+		return 0, fmt.Errorf("keelpgx: pruning jobs: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func batchMax(n int) int {
+	if n <= 0 {
+		return defaultBatchMax
+	}
+	return n
+}
+
+// singleOutcome interprets the one-row result of the cancel, retry and
+// delete statements: applied, refused (with the job's state), or missing.
+func singleOutcome(rows pgx.Rows, id int64, action string) (*keeltype.JobRow, error) {
+	got, err := scanJobs(rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(got) == 0 {
+		return nil, keeltype.ErrNotFound
+	}
+	if !got[0].Applied {
+		return nil, &keeltype.InvalidStateError{JobID: id, Action: action, State: got[0].Job.State}
+	}
+	return got[0].Job, nil
+}
+
+// JobCancel cancels a non-running job at once and flags a running one.
+func (e *executor) JobCancel(ctx context.Context, p *keeldriver.JobCancelParams) (*keeltype.JobRow, error) {
+	return e.control(ctx, "cancel", "cancelling", p.ID, sqlJobCancel, p.ID, nullTime(p.Now))
+}
+
+// JobRetry makes a stopped or parked job available now.
+func (e *executor) JobRetry(ctx context.Context, p *keeldriver.JobRetryParams) (*keeltype.JobRow, error) {
+	return e.control(ctx, "retry", "retrying", p.ID, sqlJobRetry, p.ID, nullTime(p.Now))
+}
+
+// JobDelete deletes a job that is not running and returns it.
+func (e *executor) JobDelete(ctx context.Context, id int64) (*keeltype.JobRow, error) {
+	return e.control(ctx, "delete", "deleting", id, sqlJobDelete, id)
+}
+
+func (e *executor) control(ctx context.Context, action, verb string, id int64, query string, args ...any) (*keeltype.JobRow, error) {
+	rows, err := e.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: %s job %d: %w", verb, id, err)
+	}
+	job, err := singleOutcome(rows, id, action)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: %s job %d: %w", verb, id, err)
+	}
+	return job, nil
+}
+
+// JobWake wakes waiting jobs by ids or by flow key (and wait reason).
+func (e *executor) JobWake(ctx context.Context, p *keeldriver.JobWakeParams) ([]int64, error) {
+	if len(p.IDs) == 0 && p.FlowKey == "" {
+		return nil, fmt.Errorf("keelpgx: waking jobs: ids or flow key required: %w", keeltype.ErrInvalidArgument)
+	}
+	var ids []int64
+	if len(p.IDs) > 0 {
+		ids = p.IDs
+	}
+	rows, err := e.db.Query(ctx, sqlJobWake, ids, nullText(p.FlowKey), nullText(p.WaitReason), nullTime(p.Now))
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: waking jobs: %w", err)
+	}
+	woken, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: waking jobs: %w", err)
+	}
+	return woken, nil
+}
+
+// JobPromote makes due work available; returns the queues touched.
+func (e *executor) JobPromote(ctx context.Context, p *keeldriver.JobPromoteParams) ([]string, error) {
+	rows, err := e.db.Query(ctx, sqlJobPromote, batchMax(p.Max), nullTime(p.Now))
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: promoting jobs: %w", err)
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: promoting jobs: %w", err)
+	}
+	return queues, nil
+}
+
+// JobRescue returns running jobs with expired leases to the pool (or to
+// manual when out of attempts) and returns them as updated.
+func (e *executor) JobRescue(ctx context.Context, p *keeldriver.JobRescueParams) ([]*keeltype.JobRow, error) {
+	rows, err := e.db.Query(ctx, sqlJobRescue, batchMax(p.Max), nullTime(p.Now))
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: rescuing jobs: %w", err)
+	}
+	jobs, err := jobsOf(rows)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: rescuing jobs: %w", err)
+	}
+	return jobs, nil
+}

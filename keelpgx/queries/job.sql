@@ -1,0 +1,289 @@
+-- Statements on keel_job. Every statement returning jobs returns whole rows
+-- (j.*); the driver scans them by column name, so later migrations may add
+-- columns without breaking older statements.
+--
+-- Durations are bigint microseconds, multiplied by interval '1 microsecond'.
+-- A NULL "now" parameter means the database clock.
+
+-- name: JobInsertMany
+-- Ids are drawn from the identity sequence up front so every input row knows
+-- its id before the insert: that is what maps inserted rows back to input
+-- order without relying on RETURNING order.
+WITH input AS (
+    SELECT nextval(pg_get_serial_sequence('keel_job', 'id')) AS id, u.*
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::timestamptz[],
+                $7::integer[], $8::text[], $9::text[], $10::bigint[], $11::text[])
+         WITH ORDINALITY AS u(kind, queue, args, metadata, priority, run_at, max_attempts,
+                              idempotency_key, flow_key, batch_id, subject, ord)
+),
+inserted AS (
+    INSERT INTO keel_job (id, kind, queue, args, metadata, state, priority, run_at, max_attempts,
+                          idempotency_key, flow_key, batch_id, subject)
+    OVERRIDING SYSTEM VALUE
+    SELECT id, kind, queue, args::jsonb, metadata::jsonb,
+           CASE WHEN coalesce(run_at, now()) > now() THEN 'scheduled' ELSE 'available' END,
+           priority, coalesce(run_at, now()), max_attempts, idempotency_key, flow_key, batch_id, subject
+    FROM input
+    ORDER BY ord
+    ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+)
+SELECT i.ord, false AS duplicate, j.*
+FROM input i JOIN inserted j ON j.id = i.id
+UNION ALL
+-- A key repeated inside the batch: later copies return the first one.
+SELECT i.ord, true, j.*
+FROM input i JOIN inserted j
+  ON j.kind = i.kind AND j.idempotency_key = i.idempotency_key AND j.id <> i.id
+UNION ALL
+-- A key stored before this statement (its snapshot cannot see "inserted").
+SELECT i.ord, true, k.*
+FROM input i JOIN keel_job k ON k.kind = i.kind AND k.idempotency_key = i.idempotency_key
+WHERE NOT EXISTS (SELECT 1 FROM inserted x WHERE x.id = i.id);
+
+-- name: JobGetByIdempotencyKeys
+-- Fallback for keys whose conflicting row committed after JobInsertMany's
+-- snapshot was taken: a new statement sees it.
+SELECT j.*
+FROM keel_job j
+JOIN unnest($1::text[], $2::text[]) AS u(kind, idempotency_key)
+  ON j.kind = u.kind AND j.idempotency_key = u.idempotency_key;
+
+-- name: JobClaim
+-- Reads only keel_job_claim_idx (queue, priority, id) WHERE state = 'available'.
+-- The paused check is inside the statement so a pause takes effect on every
+-- instance at its next claim.
+WITH picked AS (
+    SELECT id
+    FROM keel_job
+    WHERE state = 'available'
+      AND queue = $1
+      AND NOT EXISTS (SELECT 1 FROM keel_queue q WHERE q.name = $1 AND q.paused_at IS NOT NULL)
+    ORDER BY priority, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE keel_job j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    fence = j.fence + 1,
+    lease_owner = $3,
+    lease_expires_at = coalesce($5::timestamptz, now()) + $4::bigint * interval '1 microsecond',
+    attempted_at = coalesce($5::timestamptz, now())
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.*;
+
+-- name: JobHeartbeat
+UPDATE keel_job j
+SET lease_expires_at = coalesce($4::timestamptz, now()) + $3::bigint * interval '1 microsecond'
+FROM unnest($1::bigint[], $2::bigint[]) AS u(id, fence)
+WHERE j.id = u.id
+  AND j.fence = u.fence
+  AND j.state = 'running'
+  AND j.lease_owner = $5
+RETURNING j.id;
+
+-- name: JobFinishMany
+-- One statement for the whole batch. Each row applies only while the job is
+-- still running under the fence the worker was given; RETURNING u.ord tells
+-- which inputs applied. The error entry gets attempt, fence and at from the
+-- row and the clock unless the caller set them (right-hand keys win in ||).
+UPDATE keel_job j
+SET state = u.state,
+    run_at = CASE WHEN u.state IN ('retryable', 'scheduled', 'available', 'unknown')
+                  THEN coalesce(u.run_at, u.at, now()) ELSE j.run_at END,
+    result = coalesce(u.result::jsonb, j.result),
+    errors = CASE WHEN u.error IS NULL THEN j.errors
+                  ELSE j.errors || jsonb_build_array(
+                      jsonb_build_object('attempt', j.attempt, 'fence', j.fence, 'at', coalesce(u.at, now()))
+                      || u.error::jsonb)
+             END,
+    wait_reason = CASE WHEN u.state = 'waiting' THEN nullif(u.wait_reason, '') END,
+    wait_deadline = CASE WHEN u.state = 'waiting' THEN u.wait_deadline END,
+    attempt = greatest(j.attempt + u.attempt_delta, 0),
+    needs_check = u.needs_check,
+    cancel_requested = false,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    finalized_at = CASE WHEN u.state IN ('completed', 'failed', 'cancelled', 'skipped')
+                        THEN coalesce(u.at, now()) END
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
+            $7::text[], $8::timestamptz[], $9::integer[], $10::boolean[], $11::timestamptz[])
+     WITH ORDINALITY AS u(id, fence, state, run_at, result, error, wait_reason, wait_deadline,
+                          attempt_delta, needs_check, at, ord)
+WHERE j.id = u.id
+  AND j.fence = u.fence
+  AND j.state = 'running'
+RETURNING u.ord;
+
+-- name: JobCurrentFences
+-- Explains rejected finishes: the state and fence the jobs have now.
+SELECT id, state, fence FROM keel_job WHERE id = ANY($1::bigint[]);
+
+-- name: JobPromote
+-- Due scheduled/retryable/unknown rows first (oldest run_at first), then
+-- expired waits with what is left of the budget. Each subselect reads its own
+-- partial index. An unknown job keeps needs_check = true so the worker runs
+-- Check before a new attempt; a waiting job keeps its wait fields so the
+-- worker can tell its deadline passed, and become due at the deadline.
+WITH due AS (
+    SELECT id
+    FROM keel_job
+    WHERE state IN ('scheduled', 'retryable', 'unknown')
+      AND run_at <= coalesce($2::timestamptz, now())
+    ORDER BY run_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+),
+expired AS (
+    SELECT id
+    FROM keel_job
+    WHERE state = 'waiting'
+      AND wait_deadline <= coalesce($2::timestamptz, now())
+    ORDER BY wait_deadline
+    LIMIT greatest($1 - (SELECT count(*) FROM due), 0)
+    FOR UPDATE SKIP LOCKED
+),
+moved AS (
+    UPDATE keel_job j
+    SET state = 'available',
+        run_at = CASE WHEN j.state = 'waiting' THEN j.wait_deadline ELSE j.run_at END,
+        needs_check = j.needs_check OR j.state = 'unknown'
+    FROM (SELECT id FROM due UNION ALL SELECT id FROM expired) p
+    WHERE j.id = p.id
+    RETURNING j.queue
+)
+SELECT DISTINCT queue FROM moved ORDER BY queue;
+
+-- name: JobRescue
+-- The side effect of a job whose owner vanished may have happened, hence
+-- needs_check. SET expressions read the old row, so the error entry records
+-- the attempt, fence and owner that lost the lease.
+WITH expired AS (
+    SELECT id
+    FROM keel_job
+    WHERE state = 'running'
+      AND lease_expires_at < coalesce($2::timestamptz, now())
+    ORDER BY lease_expires_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE keel_job j
+SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'manual' ELSE 'available' END,
+    needs_check = true,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    errors = j.errors || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt,
+        'fence', j.fence,
+        'class', 'lease_expired',
+        'message', 'lease expired (owner ' || coalesce(j.lease_owner, '') || ')',
+        'at', coalesce($2::timestamptz, now())))
+FROM expired
+WHERE j.id = expired.id
+RETURNING j.*;
+
+-- name: JobCancel
+-- One statement: the UPDATE decides; the second branch returns the row it
+-- refused (final state) so the driver can say why, and nothing for a missing id.
+WITH upd AS (
+    UPDATE keel_job j
+    SET state = CASE WHEN j.state = 'running' THEN 'running' ELSE 'cancelled' END,
+        cancel_requested = (j.state = 'running'),
+        finalized_at = CASE WHEN j.state = 'running' THEN NULL ELSE coalesce($2::timestamptz, now()) END
+    WHERE j.id = $1
+      AND j.state NOT IN ('completed', 'failed', 'cancelled', 'skipped')
+    RETURNING j.*
+)
+SELECT true AS applied, upd.* FROM upd
+UNION ALL
+SELECT false, j.* FROM keel_job j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM upd);
+
+-- name: JobRetry
+-- The budget is extended by one when spent so the retried job gets exactly
+-- one more attempt; the error history is kept.
+WITH upd AS (
+    UPDATE keel_job j
+    SET state = 'available',
+        run_at = coalesce($2::timestamptz, now()),
+        finalized_at = NULL,
+        needs_check = false,
+        cancel_requested = false,
+        wait_reason = NULL,
+        wait_deadline = NULL,
+        max_attempts = greatest(j.max_attempts, j.attempt + 1)
+    WHERE j.id = $1
+      AND j.state IN ('manual', 'failed', 'cancelled', 'retryable', 'waiting', 'unknown', 'scheduled', 'skipped')
+    RETURNING j.*
+)
+SELECT true AS applied, upd.* FROM upd
+UNION ALL
+SELECT false, j.* FROM keel_job j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM upd);
+
+-- name: JobDelete
+-- A running job is refused: its owner would commit into a missing row.
+WITH del AS (
+    DELETE FROM keel_job WHERE id = $1 AND state <> 'running' RETURNING *
+)
+SELECT true AS applied, del.* FROM del
+UNION ALL
+SELECT false, j.* FROM keel_job j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM del);
+
+-- name: JobWake
+-- NULL filters are off. The driver requires ids or a flow key, so this never
+-- scans every waiting job; by flow key it reads keel_job_wait_key_idx.
+UPDATE keel_job
+SET state = 'available',
+    run_at = coalesce($4::timestamptz, now()),
+    wait_reason = NULL,
+    wait_deadline = NULL
+WHERE state = 'waiting'
+  AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
+  AND ($2::text IS NULL OR flow_key = $2::text)
+  AND ($3::text IS NULL OR wait_reason = $3::text)
+RETURNING id;
+
+-- name: JobGet
+SELECT j.* FROM keel_job j WHERE j.id = $1;
+
+-- name: JobListAsc
+-- Two statements (ascending, descending) so each can walk the primary key in
+-- order. NULL filters are off.
+SELECT j.*
+FROM keel_job j
+WHERE ($1::text[] IS NULL OR j.state = ANY($1::text[]))
+  AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+  AND ($3::text[] IS NULL OR j.queue = ANY($3::text[]))
+  AND ($4::text IS NULL OR j.flow_key = $4::text)
+  AND ($5::bigint IS NULL OR j.batch_id = $5::bigint)
+  AND ($6::bigint IS NULL OR j.id > $6::bigint)
+  AND ($7::bigint IS NULL OR j.id < $7::bigint)
+ORDER BY j.id
+LIMIT $8;
+
+-- name: JobListDesc
+SELECT j.*
+FROM keel_job j
+WHERE ($1::text[] IS NULL OR j.state = ANY($1::text[]))
+  AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+  AND ($3::text[] IS NULL OR j.queue = ANY($3::text[]))
+  AND ($4::text IS NULL OR j.flow_key = $4::text)
+  AND ($5::bigint IS NULL OR j.batch_id = $5::bigint)
+  AND ($6::bigint IS NULL OR j.id > $6::bigint)
+  AND ($7::bigint IS NULL OR j.id < $7::bigint)
+ORDER BY j.id DESC
+LIMIT $8;
+
+-- name: JobPrune
+-- Bounded so one call never holds many row locks or bloats WAL in one go.
+DELETE FROM keel_job
+WHERE id IN (
+    SELECT id
+    FROM keel_job
+    WHERE finalized_at < $1
+      AND state IN ('completed', 'failed', 'cancelled', 'skipped')
+    ORDER BY finalized_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+);
