@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# scripts/test.sh — Keel's whole test command (what `make test` and CI run).
+#
+#   scripts/test.sh                          # everything
+#   scripts/test.sh -run TestX ./keelpgx     # extra args go to `go test`
+#
+# 1. sources scripts/test-env.sh: PostgreSQL running (started or installed if
+#    needed) and a throwaway database in KEEL_TEST_DATABASE_URL, dropped at exit;
+# 2. makes sure a C compiler (for -race) and Debian's chromium (for the console
+#    browser tests; KEEL_TEST_CHROMIUM) are installed;
+# 3. go vet, then go test -race -count=1 -timeout 18m on the packages (./... by
+#    default), then — on a full run — vet and test the separate module in bench/;
+# 4. prints a summary and exits non-zero if any step failed.
+#
+# With arguments, they are passed to `go test` after the defaults (so -count,
+# -timeout etc. can be overridden); if none of them names a package (., ./x,
+# ../x, ./... or github.com/keelwork/keel/...), ./... is appended. go vet is run
+# on the named packages only, and bench/ is skipped.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+	export PATH=/usr/local/go/bin:$PATH
+fi
+
+t_start=$(date +%s)
+summary=()
+failed=0
+
+fmt_secs() { printf '%dm%02ds' "$(($1 / 60))" "$(($1 % 60))"; }
+
+# step NAME CMD... runs CMD, records ok/FAIL and its duration; never exits.
+step() {
+	local name=$1 t0 rc
+	shift
+	printf '\n=== %s\n' "$name"
+	t0=$(date +%s)
+	set +e
+	"$@"
+	rc=$?
+	set -e
+	local d=$(($(date +%s) - t0))
+	if [[ $rc -eq 0 ]]; then
+		summary+=("$(printf '  ok     %-48s %s' "$name" "$(fmt_secs "$d")")")
+	else
+		summary+=("$(printf '  FAIL   %-48s %s (exit %d)' "$name" "$(fmt_secs "$d")" "$rc")")
+		failed=$((failed + 1))
+	fi
+}
+
+# ensure_cc: -race needs cgo, hence a C compiler.
+ensure_cc() {
+	if command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1; then
+		return 0
+	fi
+	echo "test: no C compiler (needed by -race): installing gcc" >&2
+	keel_apt_install gcc libc6-dev
+}
+
+# ensure_chromium: Debian's chromium for the console browser tests. A failed
+# install is fatal under CI=true; elsewhere it is a warning and the browser
+# tests fail on their own (they do not skip).
+chromium_note=""
+ensure_chromium() {
+	if [[ -n ${KEEL_TEST_CHROMIUM:-} && -x ${KEEL_TEST_CHROMIUM} ]]; then
+		chromium_note="$KEEL_TEST_CHROMIUM (from the environment)"
+		return 0
+	fi
+	if [[ ! -x /usr/bin/chromium ]]; then
+		echo "test: chromium not installed: installing Debian's chromium package" >&2
+		if ! keel_apt_install chromium || [[ ! -x /usr/bin/chromium ]]; then
+			if [[ ${CI:-} == true ]]; then
+				echo "test: ERROR: could not install chromium (CI=true, so this is fatal)" >&2
+				return 1
+			fi
+			echo "test: WARNING: could not install chromium; the console browser tests will FAIL." >&2
+			echo "test: WARNING: install it with: apt-get install chromium" >&2
+			chromium_note="MISSING (browser tests will fail)"
+			export KEEL_TEST_CHROMIUM=/usr/bin/chromium
+			return 0
+		fi
+	fi
+	export KEEL_TEST_CHROMIUM=/usr/bin/chromium
+	chromium_note=/usr/bin/chromium
+}
+
+print_summary() {
+	local total=$(($(date +%s) - t_start))
+	printf '\n=== keel test summary\n'
+	local line
+	for line in "${summary[@]}"; do printf '%s\n' "$line"; done
+	printf '  database   %s\n' "${db_note:-none}"
+	printf '  chromium   %s\n' "${chromium_note:-not checked}"
+	printf '  total      %s' "$(fmt_secs "$total")"
+	if ((total > 20 * 60)); then printf '   (WARNING: over the 20-minute budget)'; fi
+	printf '\n'
+	if ((failed > 0)); then
+		printf 'RESULT: FAIL (%d step(s) failed)\n' "$failed"
+	else
+		printf 'RESULT: ok\n'
+	fi
+}
+
+printf '=== environment\n'
+go version
+printf 'CI=%s  GOMAXPROCS=%s  nproc=%s\n' "${CI:-}" "${GOMAXPROCS:-default}" "$(nproc 2>/dev/null || echo '?')"
+
+# shellcheck source=scripts/test-env.sh
+source "$root/scripts/test-env.sh" || {
+	echo "test: ERROR: could not set up PostgreSQL for the tests (see above)" >&2
+	exit 1
+}
+db_note=${KEEL_TEST_DATABASE_URL%%\?*}
+db_note=${db_note/:keel_test@/@} # hide the local test password
+
+ensure_cc || {
+	echo "test: ERROR: no C compiler, -race cannot work" >&2
+	exit 1
+}
+ensure_chromium || exit 1
+export CGO_ENABLED=1
+
+# Package patterns among the arguments.
+args=("$@")
+vet_pkgs=()
+for a in "${args[@]}"; do
+	case $a in
+	. | ./* | ../* | github.com/keelwork/keel*) vet_pkgs+=("$a") ;;
+	esac
+done
+if ((${#vet_pkgs[@]} == 0)); then
+	vet_pkgs=(./...)
+	args+=(./...)
+fi
+
+step "go vet ${vet_pkgs[*]}" go vet "${vet_pkgs[@]}"
+if (($# == 0)) && [[ -f bench/go.mod ]]; then
+	step "bench/: go vet ./... && go test -count=1 ./..." \
+		bash -c 'cd bench && go vet ./... && go test -count=1 ./...'
+fi
+# The main suite runs last so that its output closes the log.
+step "go test -race -count=1 -timeout 18m ${args[*]}" \
+	go test -race -count=1 -timeout 18m "${args[@]}"
+
+print_summary
+((failed == 0))
