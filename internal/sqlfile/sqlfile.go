@@ -38,14 +38,14 @@ func Parse(file, src string) (Set, error) {
 			}
 			return nil
 		}
-		text := strings.TrimSpace(body.String())
-		if strings.TrimSpace(stripComments(text)) == "" {
+		text := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(body.String()), ";"))
+		if strings.Trim(stripComments(text), " \t\r\n;") == "" {
 			return fmt.Errorf("%s: statement %q is empty", file, name)
 		}
 		if _, dup := set[name]; dup {
 			return fmt.Errorf("%s: statement %q defined twice", file, name)
 		}
-		set[name] = strings.TrimSuffix(text, ";")
+		set[name] = text
 		return nil
 	}
 	sc := bufio.NewScanner(strings.NewReader(src))

@@ -44,13 +44,14 @@ func FuzzParse(f *testing.F) {
 	f.Add("-- name: A\nSELECT 1;\n-- name: B\nSELECT 2;")
 	f.Add("SELECT 1")
 	f.Add("-- name:\n")
+	f.Add("-- name:0\n;")
 	f.Fuzz(func(t *testing.T, src string) {
 		set, err := Parse("fuzz.sql", src)
 		if err != nil {
 			return
 		}
 		for name, body := range set {
-			if name == "" || strings.TrimSpace(body) == "" {
+			if name == "" || strings.Trim(stripComments(body), " \t\r\n;") == "" {
 				t.Fatalf("accepted empty name or body: %q => %q", name, body)
 			}
 		}

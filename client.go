@@ -1,0 +1,356 @@
+package keel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keeltype"
+)
+
+var (
+	errConfig = errors.New("keel: invalid config")
+	// ErrNotStarted is returned by Stop on a client that never started.
+	ErrNotStarted = errors.New("keel: client not started")
+	// errClientStopping is the cancel cause of jobs handed back by a hard stop.
+	errClientStopping = errors.New("keel: client stopping")
+	// errLeaseLost is the cancel cause of jobs whose heartbeat failed.
+	errLeaseLost = errors.New("keel: lease lost")
+	// errJobCancelled is the cancel cause of jobs cancelled by an operator.
+	errJobCancelled = errors.New("keel: job cancelled")
+)
+
+// Client inserts jobs and, when it has workers, works them. TTx is the
+// driver's transaction type, so InsertTx and CompleteTx join the caller's
+// transactions.
+type Client[TTx any] struct {
+	driver  keeldriver.Driver[TTx]
+	config  *Config
+	logger  *slog.Logger
+	metrics *Metrics
+
+	registry  *registry
+	completer *completer
+	producers map[string]*producer
+
+	mu        sync.Mutex
+	started   bool
+	stopping  bool
+	stopped   chan struct{}
+	cancelAll context.CancelCauseFunc
+	wg        sync.WaitGroup
+}
+
+// NewClient validates config and builds a client. It does not touch the
+// database; Start does.
+func NewClient[TTx any](driver keeldriver.Driver[TTx], config *Config) (*Client[TTx], error) {
+	if driver == nil {
+		return nil, fmt.Errorf("%w: driver is nil", errConfig)
+	}
+	if config == nil {
+		config = &Config{}
+	}
+	cfg := config.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client[TTx]{
+		driver:    driver,
+		config:    cfg,
+		logger:    cfg.Logger.With("keel_client", cfg.ID),
+		metrics:   newMetrics(),
+		registry:  newRegistry(),
+		producers: map[string]*producer{},
+		stopped:   make(chan struct{}),
+	}
+	if cfg.Registerer != nil {
+		if err := c.metrics.register(cfg.Registerer); err != nil {
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// ID is the client's lease-owner identity.
+func (c *Client[TTx]) ID() string { return c.config.ID }
+
+// Metrics exposes the client's collectors.
+func (c *Client[TTx]) Metrics() *Metrics { return c.metrics }
+
+// Driver returns the client's driver.
+func (c *Client[TTx]) Driver() keeldriver.Driver[TTx] { return c.driver }
+
+// Start begins fetching and working (for clients with workers) and joins
+// leader election for maintenance. It returns once everything runs; ctx
+// bounds start-up only.
+func (c *Client[TTx]) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("keel: client already started")
+	}
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	c.cancelAll = cancel
+	c.completer = newCompleter(c)
+	c.spawn(func() { c.completer.run() })
+	notif := newNotifier(c)
+	if err := notif.connect(ctx); err != nil {
+		c.logger.Warn("notifications unavailable, polling only", "error", err)
+	}
+	for name, q := range c.config.Queues {
+		p := newProducer(c, name, q.MaxWorkers)
+		c.producers[name] = p
+		notif.subscribe(name, p.wake)
+		c.spawn(func() { p.run(runCtx) })
+	}
+	c.spawn(func() { notif.run(runCtx) })
+	if len(c.producers) > 0 {
+		c.spawn(func() { newHeartbeater(c).run(runCtx) })
+	}
+	if !c.config.DisableMaintenance {
+		el := newElector(c)
+		c.spawn(func() { el.run(runCtx) })
+	}
+	c.started = true
+	c.logger.Info("keel client started", "queues", len(c.producers), "dialect", c.driver.Dialect())
+	return nil
+}
+
+func (c *Client[TTx]) spawn(f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+// Stop is the soft stop: no new claims; running jobs finish; their results
+// are committed; leadership is resigned. If ctx ends first, running jobs are
+// cancelled and handed back (see StopAndCancel).
+func (c *Client[TTx]) Stop(ctx context.Context) error {
+	if err := c.beginStop(); err != nil {
+		return err
+	}
+	if err := c.registry.waitEmpty(ctx); err != nil {
+		return c.StopAndCancel(context.WithoutCancel(ctx))
+	}
+	return c.finishStop(ctx)
+}
+
+// StopAndCancel is the hard stop: running jobs' contexts are cancelled and
+// each is handed back (available again, attempt returned) as soon as its
+// worker returns; it waits at most Config.StopHandBack for them.
+func (c *Client[TTx]) StopAndCancel(ctx context.Context) error {
+	if err := c.beginStop(); err != nil && !errors.Is(err, errAlreadyStopping) {
+		return err
+	}
+	c.registry.cancelAll(errClientStopping)
+	waitCtx, cancel := context.WithTimeout(ctx, c.config.StopHandBack)
+	defer cancel()
+	if err := c.registry.waitEmpty(waitCtx); err != nil {
+		c.logger.Warn("jobs did not return before stop; their leases will expire", "running", c.registry.len())
+	}
+	return c.finishStop(ctx)
+}
+
+var errAlreadyStopping = errors.New("keel: client already stopping")
+
+func (c *Client[TTx]) beginStop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started {
+		return ErrNotStarted
+	}
+	if c.stopping {
+		return errAlreadyStopping
+	}
+	c.stopping = true
+	for _, p := range c.producers {
+		p.stopFetching()
+	}
+	return nil
+}
+
+func (c *Client[TTx]) finishStop(ctx context.Context) error {
+	c.mu.Lock()
+	cancel := c.cancelAll
+	c.mu.Unlock()
+	c.completer.close()
+	cancel(errClientStopping)
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("keel: stopping: %w", ctx.Err())
+	}
+	c.mu.Lock()
+	select {
+	case <-c.stopped:
+	default:
+		close(c.stopped)
+	}
+	c.mu.Unlock()
+	c.logger.Info("keel client stopped")
+	return nil
+}
+
+// Stopped is closed once the client has fully stopped.
+func (c *Client[TTx]) Stopped() <-chan struct{} { return c.stopped }
+
+// Insert inserts one job.
+func (c *Client[TTx]) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
+	res, err := c.InsertMany(ctx, []InsertParams{{Args: args, Opts: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return &res[0], nil
+}
+
+// InsertTx inserts one job inside the caller's transaction: if it rolls back,
+// no job exists.
+func (c *Client[TTx]) InsertTx(ctx context.Context, tx TTx, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
+	res, err := c.InsertManyTx(ctx, tx, []InsertParams{{Args: args, Opts: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return &res[0], nil
+}
+
+// InsertMany inserts jobs with one set-based statement.
+func (c *Client[TTx]) InsertMany(ctx context.Context, params []InsertParams) ([]InsertResult, error) {
+	return c.insertMany(ctx, c.driver.Executor(), params)
+}
+
+// InsertManyTx is InsertMany inside the caller's transaction.
+func (c *Client[TTx]) InsertManyTx(ctx context.Context, tx TTx, params []InsertParams) ([]InsertResult, error) {
+	return c.insertMany(ctx, c.driver.UnwrapExecutor(tx), params)
+}
+
+func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, params []InsertParams) ([]InsertResult, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	rows := make([]*keeldriver.JobInsertParams, len(params))
+	for i, p := range params {
+		row, err := c.insertParams(p)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		rows[i] = row
+	}
+	results, err := exec.JobInsertMany(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("inserting jobs: %w", err)
+	}
+	out := make([]InsertResult, len(results))
+	queues := map[string]bool{}
+	for i, r := range results {
+		out[i] = InsertResult{Job: r.Job, Duplicate: r.Duplicate}
+		if !r.Duplicate && r.Job.State == keeltype.JobStateAvailable {
+			queues[r.Job.Queue] = true
+		}
+	}
+	for q := range queues {
+		if err := c.driver.Notify(ctx, topicInsert, q); err != nil {
+			c.logger.Warn("insert notification failed; fetchers will poll", "queue", q, "error", err)
+		}
+	}
+	return out, nil
+}
+
+func (c *Client[TTx]) insertParams(p InsertParams) (*keeldriver.JobInsertParams, error) {
+	if p.Args == nil {
+		return nil, fmt.Errorf("%w: args are nil", keeltype.ErrInvalidArgument)
+	}
+	opts := mergeInsertOpts(p.Args, p.Opts)
+	if err := validateInsertOpts(p.Args.Kind(), opts); err != nil {
+		return nil, err
+	}
+	args, err := json.Marshal(p.Args)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding args: %v", keeltype.ErrInvalidArgument, err)
+	}
+	var meta json.RawMessage
+	if opts.Metadata != nil {
+		if meta, err = json.Marshal(opts.Metadata); err != nil {
+			return nil, fmt.Errorf("%w: encoding metadata: %v", keeltype.ErrInvalidArgument, err)
+		}
+	}
+	row := &keeldriver.JobInsertParams{
+		Kind: p.Args.Kind(), Queue: opts.Queue, Args: args, Metadata: meta, Priority: opts.Priority,
+		MaxAttempts: opts.MaxAttempts, IdempotencyKey: opts.IdempotencyKey, FlowKey: opts.FlowKey,
+		BatchID: opts.BatchID, Subject: opts.Subject,
+	}
+	if row.MaxAttempts == 0 {
+		row.MaxAttempts = c.config.MaxAttempts
+	}
+	switch {
+	case !opts.RunAt.IsZero():
+		t := opts.RunAt.UTC()
+		row.RunAt = &t
+	case opts.Delay > 0:
+		t := time.Now().Add(opts.Delay).UTC()
+		row.RunAt = &t
+	}
+	return row, nil
+}
+
+func mergeInsertOpts(args JobArgs, given *InsertOpts) InsertOpts {
+	var opts InsertOpts
+	if d, ok := args.(JobArgsWithInsertOpts); ok {
+		opts = d.InsertOpts()
+	}
+	if given != nil {
+		overlay(&opts, given)
+	}
+	setDefault(&opts.Queue, DefaultQueue)
+	setDefault(&opts.Priority, DefaultPriority)
+	return opts
+}
+
+func overlay(dst *InsertOpts, src *InsertOpts) {
+	meta := dst.Metadata
+	*dst = InsertOpts{
+		Queue: pick(src.Queue, dst.Queue), Priority: pick(src.Priority, dst.Priority),
+		RunAt: src.RunAt, Delay: pick(src.Delay, dst.Delay), MaxAttempts: pick(src.MaxAttempts, dst.MaxAttempts),
+		IdempotencyKey: pick(src.IdempotencyKey, dst.IdempotencyKey), FlowKey: pick(src.FlowKey, dst.FlowKey),
+		Metadata: src.Metadata, BatchID: pick(src.BatchID, dst.BatchID), Subject: pick(src.Subject, dst.Subject),
+	}
+	if dst.Metadata == nil {
+		dst.Metadata = meta
+	}
+}
+
+func pick[T comparable](a, b T) T {
+	var zero T
+	if a != zero {
+		return a
+	}
+	return b
+}
+
+func validateInsertOpts(kind string, o InsertOpts) error {
+	switch {
+	case !namePattern.MatchString(kind):
+		return fmt.Errorf("%w: kind %q must be 1-128 of A-Z a-z 0-9 _ . : -", keeltype.ErrInvalidArgument, kind)
+	case !namePattern.MatchString(o.Queue):
+		return fmt.Errorf("%w: queue %q must be 1-128 of A-Z a-z 0-9 _ . : -", keeltype.ErrInvalidArgument, o.Queue)
+	case o.Priority < 1 || o.Priority > 4:
+		return fmt.Errorf("%w: priority must be 1..4, got %d", keeltype.ErrInvalidArgument, o.Priority)
+	case o.MaxAttempts < 0:
+		return fmt.Errorf("%w: max attempts must be positive, got %d", keeltype.ErrInvalidArgument, o.MaxAttempts)
+	case len(o.IdempotencyKey) > 512:
+		return fmt.Errorf("%w: idempotency key longer than 512 bytes", keeltype.ErrInvalidArgument)
+	case len(o.FlowKey) > 256:
+		return fmt.Errorf("%w: flow key longer than 256 bytes", keeltype.ErrInvalidArgument)
+	case o.Subject != "" && o.BatchID == 0:
+		return fmt.Errorf("%w: subject given without batch", keeltype.ErrInvalidArgument)
+	}
+	return nil
+}

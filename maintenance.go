@@ -1,0 +1,181 @@
+package keel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keeltype"
+)
+
+// maintenance is the leader's work: promotion of due jobs, rescue of
+// expired leases, periodic jobs, retention and queue statistics.
+type maintenance[TTx any] struct {
+	c *Client[TTx]
+}
+
+func newMaintenance[TTx any](c *Client[TTx]) *maintenance[TTx] { return &maintenance[TTx]{c: c} }
+
+func (m *maintenance[TTx]) run(ctx context.Context) {
+	cfg := m.c.config
+	done := make(chan struct{})
+	loops := []struct {
+		every time.Duration
+		f     func(context.Context)
+	}{
+		{cfg.PromoteInterval, m.promote},
+		{cfg.RescueInterval, m.rescue},
+		{cfg.PruneInterval, m.prune},
+		{5 * time.Second, m.sampleStats},
+	}
+	for _, l := range loops {
+		go func() { every(ctx, l.every, l.f); done <- struct{}{} }()
+	}
+	go func() { m.schedulePeriodic(ctx); done <- struct{}{} }()
+	for range len(loops) + 1 {
+		<-done
+	}
+}
+
+// every runs f now and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		f(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+const maintenanceBatch = 5000
+
+func (m *maintenance[TTx]) promote(ctx context.Context) {
+	for ctx.Err() == nil {
+		queues, err := m.c.driver.Executor().JobPromote(ctx, &keeldriver.JobPromoteParams{Max: maintenanceBatch})
+		if err != nil {
+			m.warn(ctx, "promoting due jobs", err)
+			return
+		}
+		for _, q := range queues {
+			_ = m.c.driver.Notify(ctx, topicInsert, q)
+		}
+		if len(queues) == 0 {
+			return
+		}
+	}
+}
+
+func (m *maintenance[TTx]) rescue(ctx context.Context) {
+	rows, err := m.c.driver.Executor().JobRescue(ctx, &keeldriver.JobRescueParams{Max: maintenanceBatch})
+	if err != nil {
+		m.warn(ctx, "rescuing expired leases", err)
+		return
+	}
+	queues := map[string]bool{}
+	for _, r := range rows {
+		m.c.metrics.LeaseExpired.Inc()
+		m.c.logger.Warn("lease expired; job returned", "job_id", r.ID, "kind", r.Kind, "fence", r.Fence, "state", r.State)
+		queues[r.Queue] = true
+	}
+	for q := range queues {
+		_ = m.c.driver.Notify(ctx, topicInsert, q)
+	}
+}
+
+func (m *maintenance[TTx]) prune(ctx context.Context) {
+	if m.c.config.Retention < 0 {
+		return
+	}
+	before := time.Now().Add(-m.c.config.Retention)
+	for ctx.Err() == nil {
+		n, err := m.c.driver.Executor().JobPrune(ctx, &keeldriver.JobPruneParams{Before: before, Max: maintenanceBatch})
+		if err != nil {
+			m.warn(ctx, "pruning finished jobs", err)
+			return
+		}
+		if n < maintenanceBatch {
+			return
+		}
+	}
+}
+
+func (m *maintenance[TTx]) sampleStats(ctx context.Context) {
+	stats, err := m.c.driver.Executor().QueueStats(ctx)
+	if err != nil {
+		m.warn(ctx, "sampling queue stats", err)
+		return
+	}
+	for _, s := range stats {
+		for _, st := range keeltype.AllJobStates {
+			m.c.metrics.QueueDepth.WithLabelValues(s.Queue, string(st)).Set(float64(s.Counts[st]))
+		}
+		age := 0.0
+		if s.OldestAvailable != nil {
+			age = time.Since(*s.OldestAvailable).Seconds()
+		}
+		m.c.metrics.OldestAvailable.WithLabelValues(s.Queue).Set(age)
+	}
+}
+
+// schedulePeriodic inserts each periodic job's latest tick, then sleeps to
+// the next tick of any job. The tick is the idempotency key, so overlapping
+// leaders and restarts insert each tick once.
+func (m *maintenance[TTx]) schedulePeriodic(ctx context.Context) {
+	jobs := m.c.config.PeriodicJobs
+	if len(jobs) == 0 {
+		return
+	}
+	for ctx.Err() == nil {
+		now := time.Now()
+		next := now.Add(time.Hour)
+		for _, p := range jobs {
+			if tick := p.lastTick(now); !tick.IsZero() {
+				m.insertTick(ctx, p, tick)
+			}
+			next = minTime(next, p.Schedule.Next(now))
+		}
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *maintenance[TTx]) insertTick(ctx context.Context, p *PeriodicJob, tick time.Time) {
+	args, opts := p.Construct(tick)
+	if args == nil {
+		return
+	}
+	o := InsertOpts{}
+	if opts != nil {
+		o = *opts
+	}
+	o.IdempotencyKey = fmt.Sprintf("periodic:%s:%d", p.Name, tick.UnixNano())
+	if o.RunAt.IsZero() {
+		o.RunAt = tick
+	}
+	if _, err := m.c.Insert(ctx, args, &o); err != nil {
+		m.warn(ctx, "inserting periodic job "+p.Name, err)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func (m *maintenance[TTx]) warn(ctx context.Context, what string, err error) {
+	if ctx.Err() == nil {
+		m.c.logger.Warn(what+" failed", "error", err)
+	}
+}

@@ -1,0 +1,69 @@
+package keel
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the client's Prometheus collectors. Names are stable: alerts
+// and dashboards depend on them.
+type Metrics struct {
+	Claimed         *prometheus.CounterVec   // queue
+	Completed       *prometheus.CounterVec   // queue, kind
+	Failed          *prometheus.CounterVec   // queue, kind, class
+	Retried         *prometheus.CounterVec   // queue, kind
+	Outcomes        *prometheus.CounterVec   // queue, kind, state (waiting, snoozed, manual, ...)
+	StaleFence      *prometheus.CounterVec   // kind
+	LeaseExpired    prometheus.Counter       // rescued by this client while leader
+	LeaseLost       prometheus.Counter       // heartbeats that found a lease gone
+	ClaimLatency    *prometheus.HistogramVec // queue: seconds one claim statement took
+	StartLatency    *prometheus.HistogramVec // queue: run_at → start, seconds
+	QueueDepth      *prometheus.GaugeVec     // queue, state
+	OldestAvailable *prometheus.GaugeVec     // queue: age in seconds
+	Leader          prometheus.Gauge         // 1 while this client leads
+}
+
+func newMetrics() *Metrics {
+	ns := "keel"
+	return &Metrics{
+		Claimed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "jobs_claimed_total",
+			Help: "Jobs claimed by this client."}, []string{"queue"}),
+		Completed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "jobs_completed_total",
+			Help: "Jobs completed by this client."}, []string{"queue", "kind"}),
+		Failed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "jobs_failed_total",
+			Help: "Failed attempts by error class."}, []string{"queue", "kind", "class"}),
+		Retried: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "jobs_retried_total",
+			Help: "Failed attempts scheduled for retry."}, []string{"queue", "kind"}),
+		Outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "job_outcomes_total",
+			Help: "Attempt outcomes by resulting state."}, []string{"queue", "kind", "state"}),
+		StaleFence: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "stale_fence_rejections_total",
+			Help: "Commits rejected because the fence was no longer current."}, []string{"kind"}),
+		LeaseExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lease_expiries_total",
+			Help: "Running jobs returned by the rescuer after their lease expired."}),
+		LeaseLost: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "leases_lost_total",
+			Help: "Running jobs whose heartbeat found the lease gone."}),
+		ClaimLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "claim_duration_seconds",
+			Help: "Duration of one claim statement.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)}, []string{"queue"}),
+		StartLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "job_start_delay_seconds",
+			Help: "Delay from a job's run_at to its start.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"queue"}),
+		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "queue_jobs",
+			Help: "Jobs per queue and state (sampled by the leader)."}, []string{"queue", "state"}),
+		OldestAvailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "queue_oldest_available_seconds",
+			Help: "Age of the oldest available job per queue (sampled by the leader)."}, []string{"queue"}),
+		Leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "leader",
+			Help: "1 while this client is the maintenance leader."}),
+	}
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Claimed, m.Completed, m.Failed, m.Retried, m.Outcomes, m.StaleFence,
+		m.LeaseExpired, m.LeaseLost, m.ClaimLatency, m.StartLatency, m.QueueDepth, m.OldestAvailable, m.Leader}
+}
+
+func (m *Metrics) register(reg prometheus.Registerer) error {
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
