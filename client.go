@@ -36,6 +36,7 @@ type Client[TTx any] struct {
 
 	registry  *registry
 	completer *completer
+	limits    *limitCache
 	producers map[string]*producer
 
 	mu        sync.Mutex
@@ -68,6 +69,9 @@ func NewClient[TTx any](driver keeldriver.Driver[TTx], config *Config) (*Client[
 		producers: map[string]*producer{},
 		stopped:   make(chan struct{}),
 	}
+	c.limits = &limitCache{load: func(ctx context.Context) ([]*keeltype.FlowLimit, error) {
+		return flowExec(c.driver.Executor()).FlowLimitList(ctx)
+	}}
 	if cfg.Registerer != nil {
 		if err := c.metrics.register(cfg.Registerer); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
@@ -93,6 +97,9 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	defer c.mu.Unlock()
 	if c.started {
 		return errors.New("keel: client already started")
+	}
+	if err := c.applyConfiguredLimits(ctx); err != nil {
+		return err
 	}
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	c.cancelAll = cancel

@@ -27,14 +27,31 @@ func (c *Client[TTx]) CompleteTx(ctx context.Context, tx TTx, job JobRef, result
 		if len(results) == 1 {
 			r = results[0]
 		}
+		// The job is no longer this attempt's either way: the executor must
+		// not try again with the same fence once the worker returns.
+		markFinalized(ctx, row)
 		c.recordStale(row, params, r)
 		return &keeltype.StaleFenceError{JobID: row.ID, Fence: row.Fence, CurrentFence: r.CurrentFence, CurrentState: r.CurrentState}
 	}
-	if exe, ok := ctx.Value(executionKey{}).(*execution); ok && exe.row.ID == row.ID {
-		exe.markFinalized()
+	pending := []*pendingFinish{{params: params, row: row}}
+	if tracked := c.trackedOutcomes(ctx, pending); len(tracked) > 0 {
+		pauses, err := c.recordOutcomes(ctx, c.driver.UnwrapExecutor(tx), tracked, results)
+		if err != nil {
+			return err
+		}
+		c.afterAutoPause(pauses) // logged before commit: an auto-pause needs a failure, never a completion
 	}
+	markFinalized(ctx, row)
 	c.countOutcome(row, params)
 	return nil
+}
+
+// markFinalized tells the executor running row's attempt (if ctx is that
+// attempt's) that the outcome has been settled by the worker.
+func markFinalized(ctx context.Context, row *keeltype.JobRow) {
+	if exe, ok := ctx.Value(executionKey{}).(*execution); ok && exe.row.ID == row.ID && exe.row.Fence == row.Fence {
+		exe.markFinalized()
+	}
 }
 
 // IsStaleFence reports whether err is a rejected stale commit.

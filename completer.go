@@ -30,7 +30,7 @@ type completer struct {
 // finishCore is what the completer needs from the client.
 type finishCore interface {
 	cfg() *Config
-	exec() keeldriver.Executor
+	finishBatch(ctx context.Context, batch []*pendingFinish, params []*keeldriver.JobFinishParams) ([]keeldriver.JobFinishResult, error)
 	recordFinish(results []keeldriver.JobFinishResult, batch []*pendingFinish)
 }
 
@@ -103,7 +103,7 @@ func (cp *completer) flush(batch []*pendingFinish) {
 	deadline := time.Now().Add(cp.core.cfg().LeaseDuration)
 	backoff := 10 * time.Millisecond
 	for {
-		results, err := cp.core.exec().JobFinishMany(context.Background(), params)
+		results, err := cp.core.finishBatch(context.Background(), batch, params)
 		if err == nil {
 			cp.core.recordFinish(results, batch)
 			return

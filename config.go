@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keelwork/keel/keeltype"
 )
 
 // Defaults for Config fields. Each is documented on its field.
@@ -28,6 +30,7 @@ const (
 	DefaultRetention         = 24 * time.Hour
 	DefaultPruneInterval     = time.Minute
 	DefaultStopHandBack      = 10 * time.Second
+	DefaultPriorityAgeing    = 5 * time.Minute
 )
 
 // QueueConfig configures one queue a client works.
@@ -82,6 +85,13 @@ type Config struct {
 	Retention time.Duration
 	// PruneInterval is how often pruning runs. Default 1m.
 	PruneInterval time.Duration
+	// FlowLimits are upserted at Start (configuration in code); limits can
+	// also be changed at run time through Client.FlowLimitSet.
+	FlowLimits []keeltype.FlowLimit
+	// PriorityAgeing raises an available job's priority by one level for
+	// every PriorityAgeing it has waited, so low priority never starves.
+	// Default 5m; negative disables.
+	PriorityAgeing time.Duration
 	// PeriodicJobs are inserted once per tick across all clients.
 	PeriodicJobs []*PeriodicJob
 	// DisableMaintenance keeps this client out of leader election (and so
@@ -128,6 +138,7 @@ func (c *Config) withDefaults() *Config {
 	setDefault(&out.Retention, DefaultRetention)
 	setDefault(&out.PruneInterval, DefaultPruneInterval)
 	setDefault(&out.StopHandBack, DefaultStopHandBack)
+	setDefault(&out.PriorityAgeing, DefaultPriorityAgeing)
 	if out.RetryPolicy == nil {
 		out.RetryPolicy = &JitterRetryPolicy{Base: time.Second, Cap: time.Hour}
 	}
@@ -181,6 +192,11 @@ func (c *Config) validate() error {
 	}
 	if c.CompleterBatchSize < 1 || c.CompleterBatchSize > 10000 {
 		return fmt.Errorf("%w: CompleterBatchSize must be 1..10000, got %d", errConfig, c.CompleterBatchSize)
+	}
+	for i := range c.FlowLimits {
+		if err := ValidateFlowLimit(&c.FlowLimits[i]); err != nil {
+			return fmt.Errorf("%w: FlowLimits[%d]: %v", errConfig, i, err)
+		}
 	}
 	return c.validatePeriodic()
 }

@@ -41,7 +41,23 @@ func (c *Client[TTx]) runJob(parent context.Context, p *producer, row *keeltype.
 	if finish == nil || exe.isFinalized() {
 		return
 	}
-	c.completer.add(&pendingFinish{params: finish, row: row})
+	f := &pendingFinish{params: finish, row: row}
+	if c.keyTracked(ctx, row) {
+		// A tracked key's outcome must be committed before this slot can
+		// claim again: the failure that reaches the auto-pause threshold
+		// has to pause the key before the next claim, not after it.
+		c.completer.flush([]*pendingFinish{f})
+		return
+	}
+	c.completer.add(f)
+}
+
+func (c *Client[TTx]) keyTracked(ctx context.Context, row *keeltype.JobRow) bool {
+	if row.FlowKey == "" {
+		return false
+	}
+	limits, err := c.limits.get(ctx)
+	return err == nil && limits.match(row.FlowKey, row.Queue).Tracked()
 }
 
 // attempt runs Check and/or Work and maps the outcome to a transition.

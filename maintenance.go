@@ -28,6 +28,8 @@ func (m *maintenance[TTx]) run(ctx context.Context) {
 		{cfg.RescueInterval, m.rescue},
 		{cfg.PruneInterval, m.prune},
 		{5 * time.Second, m.sampleStats},
+		{5 * time.Second, m.sampleFlow},
+		{m.ageingTick(), m.agePriorities},
 	}
 	for _, l := range loops {
 		go func() { every(ctx, l.every, l.f); done <- struct{}{} }()
@@ -104,6 +106,73 @@ func (m *maintenance[TTx]) prune(ctx context.Context) {
 	}
 }
 
+func (m *maintenance[TTx]) ageingTick() time.Duration {
+	if a := m.c.config.PriorityAgeing; a > 0 {
+		return min(max(a/4, 10*time.Millisecond), 10*time.Second)
+	}
+	return time.Hour
+}
+
+func (m *maintenance[TTx]) agePriorities(ctx context.Context) {
+	if m.c.config.PriorityAgeing <= 0 {
+		return
+	}
+	_, err := flowExec(m.c.driver.Executor()).JobAgePriorities(ctx, &keeldriver.JobAgeParams{
+		Interval: m.c.config.PriorityAgeing, Max: maintenanceBatch})
+	if err != nil {
+		m.warn(ctx, "ageing priorities", err)
+	}
+}
+
+// sampleFlow exports the state of every persisted flow key.
+func (m *maintenance[TTx]) sampleFlow(ctx context.Context) {
+	fx := flowExec(m.c.driver.Executor())
+	after := ""
+	for ctx.Err() == nil {
+		rows, err := fx.FlowKeyList(ctx, &keeldriver.FlowKeyListParams{After: after, Limit: 500})
+		if err != nil {
+			m.warn(ctx, "sampling flow keys", err)
+			return
+		}
+		m.exportFlow(ctx, fx, rows)
+		if len(rows) < 500 {
+			return
+		}
+		after = rows[len(rows)-1].Key
+	}
+}
+
+func (m *maintenance[TTx]) exportFlow(ctx context.Context, fx keeldriver.FlowExecutor, rows []*keeltype.FlowKeyRow) {
+	mt := m.c.metrics
+	keys := make([]string, len(rows))
+	for i, k := range rows {
+		keys[i] = k.Key
+		mt.FlowRunning.WithLabelValues(k.Key).Set(float64(k.Running))
+		mt.FlowBreaker.WithLabelValues(k.Key).Set(map[keeltype.BreakerState]float64{
+			keeltype.BreakerHalfOpen: 1, keeltype.BreakerOpen: 2}[k.BreakerState])
+		mt.FlowPaused.WithLabelValues(k.Key).Set(boolFloat(k.PausedAt != nil))
+		mt.FlowFailures.WithLabelValues(k.Key).Set(float64(k.ConsecutiveFailures))
+	}
+	stats, err := fx.FlowKeyStats(ctx, keys)
+	if err != nil {
+		return
+	}
+	for _, s := range stats {
+		age := 0.0
+		if s.OldestAvailable != nil {
+			age = time.Since(*s.OldestAvailable).Seconds()
+		}
+		mt.FlowOldestAvailable.WithLabelValues(s.Key).Set(age)
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func (m *maintenance[TTx]) sampleStats(ctx context.Context) {
 	stats, err := m.c.driver.Executor().QueueStats(ctx)
 	if err != nil {
@@ -130,12 +199,15 @@ func (m *maintenance[TTx]) schedulePeriodic(ctx context.Context) {
 	if len(jobs) == 0 {
 		return
 	}
+	inserted := make([]time.Time, len(jobs))
 	for ctx.Err() == nil {
 		now := time.Now()
 		next := now.Add(time.Hour)
-		for _, p := range jobs {
-			if tick := p.lastTick(now); !tick.IsZero() {
-				m.insertTick(ctx, p, tick)
+		for i, p := range jobs {
+			for _, tick := range p.dueTicks(inserted[i], now, 2*m.c.config.LeaderTTL) {
+				if m.insertTick(ctx, p, tick) {
+					inserted[i] = tick
+				}
 			}
 			next = minTime(next, p.Schedule.Next(now))
 		}
@@ -149,10 +221,10 @@ func (m *maintenance[TTx]) schedulePeriodic(ctx context.Context) {
 	}
 }
 
-func (m *maintenance[TTx]) insertTick(ctx context.Context, p *PeriodicJob, tick time.Time) {
+func (m *maintenance[TTx]) insertTick(ctx context.Context, p *PeriodicJob, tick time.Time) bool {
 	args, opts := p.Construct(tick)
 	if args == nil {
-		return
+		return true
 	}
 	o := InsertOpts{}
 	if opts != nil {
@@ -164,7 +236,9 @@ func (m *maintenance[TTx]) insertTick(ctx context.Context, p *PeriodicJob, tick 
 	}
 	if _, err := m.c.Insert(ctx, args, &o); err != nil {
 		m.warn(ctx, "inserting periodic job "+p.Name, err)
+		return false
 	}
+	return true
 }
 
 func minTime(a, b time.Time) time.Time {

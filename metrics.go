@@ -20,6 +20,15 @@ type Metrics struct {
 	QueueDepth      *prometheus.GaugeVec     // queue, state
 	OldestAvailable *prometheus.GaugeVec     // queue: age in seconds
 	Leader          prometheus.Gauge         // 1 while this client leads
+
+	Throttled           *prometheus.CounterVec // key: claims cut short by a limit
+	TokenWait           *prometheus.CounterVec // key: seconds claims waited for tokens
+	FlowRunning         *prometheus.GaugeVec   // key
+	FlowBreaker         *prometheus.GaugeVec   // key: 0 closed, 1 half-open, 2 open
+	FlowPaused          *prometheus.GaugeVec   // key: 1 paused
+	FlowFailures        *prometheus.GaugeVec   // key: consecutive real failures
+	FlowOldestAvailable *prometheus.GaugeVec   // key: seconds
+	AutoPaused          *prometheus.CounterVec // key
 }
 
 func newMetrics() *Metrics {
@@ -51,12 +60,30 @@ func newMetrics() *Metrics {
 			Help: "Age of the oldest available job per queue (sampled by the leader)."}, []string{"queue"}),
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "leader",
 			Help: "1 while this client is the maintenance leader."}),
+		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "flow_throttled_claims_total",
+			Help: "Claims that got fewer jobs than their share because of a flow limit."}, []string{"key"}),
+		TokenWait: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "flow_token_wait_seconds_total",
+			Help: "Time claims of a key waited for rate tokens."}, []string{"key"}),
+		FlowRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "flow_running_jobs",
+			Help: "Running jobs per flow key (sampled by the leader)."}, []string{"key"}),
+		FlowBreaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "flow_breaker_state",
+			Help: "Breaker per flow key: 0 closed, 1 half-open, 2 open."}, []string{"key"}),
+		FlowPaused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "flow_paused",
+			Help: "1 while the flow key is paused."}, []string{"key"}),
+		FlowFailures: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "flow_consecutive_failures",
+			Help: "Consecutive real failures per flow key."}, []string{"key"}),
+		FlowOldestAvailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "flow_oldest_available_seconds",
+			Help: "Age of the oldest available job per flow key."}, []string{"key"}),
+		AutoPaused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "flow_autopaused_total",
+			Help: "Flow keys paused automatically by consecutive failures."}, []string{"key"}),
 	}
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Claimed, m.Completed, m.Failed, m.Retried, m.Outcomes, m.StaleFence,
-		m.LeaseExpired, m.LeaseLost, m.ClaimLatency, m.StartLatency, m.QueueDepth, m.OldestAvailable, m.Leader}
+		m.LeaseExpired, m.LeaseLost, m.ClaimLatency, m.StartLatency, m.QueueDepth, m.OldestAvailable, m.Leader,
+		m.Throttled, m.TokenWait, m.FlowRunning, m.FlowBreaker, m.FlowPaused, m.FlowFailures, m.FlowOldestAvailable,
+		m.AutoPaused}
 }
 
 func (m *Metrics) register(reg prometheus.Registerer) error {

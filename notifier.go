@@ -16,6 +16,7 @@ import (
 type notifier struct {
 	listener keeldriver.Listener
 	onCancel func(id int64)
+	onLimits func()
 	logger   interface {
 		Warn(msg string, args ...any)
 	}
@@ -29,6 +30,7 @@ func newNotifier[TTx any](c *Client[TTx]) *notifier {
 		listener: c.driver.Listener(),
 		logger:   c.logger,
 		subs:     map[string][]func(){},
+		onLimits: c.limits.invalidate,
 		onCancel: func(id int64) {
 			if exe := c.registry.get(id); exe != nil {
 				exe.cancel(errJobCancelled)
@@ -104,6 +106,22 @@ func (n *notifier) dispatch(note *keeldriver.Notification) {
 		if q, ok := strings.CutPrefix(note.Payload, "queue:"); ok {
 			n.wakeQueue(q)
 		}
+		if strings.HasPrefix(note.Payload, "flow:") {
+			n.onLimits()
+			n.wakeAll()
+		}
+	}
+}
+
+func (n *notifier) wakeAll() {
+	n.mu.Lock()
+	var all []func()
+	for _, subs := range n.subs {
+		all = append(all, subs...)
+	}
+	n.mu.Unlock()
+	for _, f := range all {
+		f()
 	}
 }
 

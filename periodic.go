@@ -58,22 +58,39 @@ type PeriodicJob struct {
 	// Construct builds the job for one tick.
 	Construct func(tick time.Time) (JobArgs, *InsertOpts)
 	// CatchUp inserts a tick missed while no leader ran if it is at most this
-	// old. Default: one period (so a failover loses no tick).
+	// old. Default: one period, and never less than two leader leases (so a
+	// failover loses no tick).
 	CatchUp time.Duration
 }
 
-// lastTick returns the latest tick at or before now, or zero if it is older
-// than the catch-up window.
-func (p *PeriodicJob) lastTick(now time.Time) time.Time {
+// catchUpWindow is how far back missed ticks are still inserted.
+func (p *PeriodicJob) catchUpWindow(now time.Time) time.Duration {
+	if p.CatchUp > 0 {
+		return p.CatchUp
+	}
 	next := p.Schedule.Next(now)
-	window := p.CatchUp
-	if window <= 0 {
-		window = p.Schedule.Next(next).Sub(next)
+	return p.Schedule.Next(next).Sub(next)
+}
+
+// maxCatchUpTicks bounds the inserts of one pass, so a tiny interval and a
+// long outage cannot flood the queue.
+const maxCatchUpTicks = 100
+
+// dueTicks returns the ticks after since (or, when since is zero, within the
+// catch-up window, at least minWindow) up to now, oldest first. A late
+// scheduler loop therefore inserts every tick it overslept, and a new leader
+// the ticks of the failover gap (minWindow covers it).
+func (p *PeriodicJob) dueTicks(since, now time.Time, minWindow time.Duration) []time.Time {
+	from := now.Add(-max(p.catchUpWindow(now), minWindow) - time.Nanosecond)
+	if since.After(from) {
+		from = since
 	}
-	// Walk forward from the start of the window: schedules only go forward.
-	var last time.Time
-	for t := p.Schedule.Next(now.Add(-window - time.Nanosecond)); !t.After(now); t = p.Schedule.Next(t) {
-		last = t
+	var ticks []time.Time
+	for t := p.Schedule.Next(from); !t.After(now); t = p.Schedule.Next(t) {
+		ticks = append(ticks, t)
 	}
-	return last
+	if len(ticks) > maxCatchUpTicks {
+		ticks = ticks[len(ticks)-maxCatchUpTicks:]
+	}
+	return ticks
 }

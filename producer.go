@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -24,13 +23,18 @@ type producer struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	backlog  bool
+	// cursor is the last flow key served; the next fetch starts after it,
+	// so keys take turns.
+	cursor string
+	// sweepFrom is the first key of a sweep that has claimed nothing yet.
+	sweepFrom string
 }
 
 // clientCore is the part of Client a producer needs; it hides TTx.
 type clientCore interface {
-	exec() keeldriver.Executor
 	cfg() *Config
 	runJob(ctx context.Context, p *producer, row *keeltype.JobRow)
+	claim(ctx context.Context, p *producer, max int) (*claimResult, error)
 	metricsOf() *Metrics
 }
 
@@ -60,10 +64,10 @@ func (p *producer) run(ctx context.Context) {
 			return
 		}
 		free := p.max - int(p.running.Load())
-		n := p.fetch(ctx, free)
-		p.backlog = n == free
+		res := p.fetch(ctx, free)
+		p.backlog = len(res.rows) == free || res.more || p.sweeping(res)
 		if !p.backlog {
-			resetTimer(poll, p.client.cfg().FetchPollInterval)
+			resetTimer(poll, nextPoll(p.client.cfg().FetchPollInterval, res.nextIn))
 		}
 	}
 }
@@ -113,25 +117,56 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (p *producer) fetch(ctx context.Context, free int) int {
+// sweeping reports whether to fetch again at once because the last fetch
+// listed only some of the keys with backlog and claimed nothing from them
+// (all throttled or paused): the next fetch starts after them. It stops once
+// the listing wraps around to where the fruitless sweep began, so keys that
+// are all throttled cost one pass, not a busy loop.
+func (p *producer) sweeping(res *claimResult) bool {
+	if len(res.rows) > 0 || !res.truncated {
+		p.sweepFrom = ""
+		return false
+	}
+	if p.sweepFrom == "" {
+		p.sweepFrom = res.keys[0]
+		return true
+	}
+	for _, k := range res.keys {
+		if k == p.sweepFrom {
+			p.sweepFrom = ""
+			return false
+		}
+	}
+	return true
+}
+
+// nextPoll is the poll interval, or sooner when a rate-limited key gets
+// its next token: waking exactly then is what lets a limited key reach its
+// full rate without busy polling.
+func nextPoll(poll, nextToken time.Duration) time.Duration {
+	if nextToken > 0 && nextToken < poll {
+		return nextToken
+	}
+	return poll
+}
+
+func (p *producer) fetch(ctx context.Context, free int) *claimResult {
 	m := p.client.metricsOf()
 	start := time.Now()
-	rows, err := p.client.exec().JobClaim(ctx, &keeldriver.JobClaimParams{
-		Queue: p.queue, Owner: p.client.cfg().ID, Max: free, LeaseDuration: p.client.cfg().LeaseDuration,
-	})
+	res, err := p.client.claim(ctx, p, free)
 	m.ClaimLatency.WithLabelValues(p.queue).Observe(time.Since(start).Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
 			p.client.cfg().Logger.Error("claiming jobs", "queue", p.queue, "error", err)
 		}
-		return 0
+		return &claimResult{}
 	}
-	m.Claimed.WithLabelValues(p.queue).Add(float64(len(rows)))
-	for _, row := range rows {
+	m.Claimed.WithLabelValues(p.queue).Add(float64(len(res.rows)))
+	for _, row := range res.rows {
 		p.running.Add(1)
 		go p.client.runJob(ctx, p, row)
 	}
-	return len(rows)
+	return res
 }
 
 // done frees a slot.

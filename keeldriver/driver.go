@@ -60,6 +60,8 @@ type Driver[TTx any] interface {
 // Executor is the set of engine operations. Every method is one statement or
 // one short transaction; none holds locks across calls.
 type Executor interface {
+	FlowExecutor
+
 	Begin(ctx context.Context) (ExecutorTx, error)
 	// Exec runs raw SQL (migrations, module SQL loaded from embedded files).
 	Exec(ctx context.Context, sql string, args ...any) error

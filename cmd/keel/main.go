@@ -1,0 +1,87 @@
+// Command keel runs Keel: the engine and its modules (serve, dev), schema
+// migrations (migrate) and benchmarks (bench). It only wires flags to the
+// packages that do the work.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keelwork/keel/internal/cli"
+	"github.com/keelwork/keel/keelbench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "keel:", err)
+		os.Exit(1)
+	}
+}
+
+func root() *cobra.Command {
+	cmd := &cobra.Command{Use: "keel", Short: "Reliable asynchronous business work", SilenceUsage: true, SilenceErrors: true}
+	cmd.PersistentFlags().String("database-url", os.Getenv("KEEL_DATABASE_URL"), "postgres://… or sqlite:PATH (env KEEL_DATABASE_URL)")
+	cmd.PersistentFlags().String("schema", os.Getenv("KEEL_SCHEMA"), "PostgreSQL schema for Keel's tables (env KEEL_SCHEMA)")
+	cmd.AddCommand(devCmd(), migrateCmd(), benchCmd())
+	return cmd
+}
+
+func devCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{Use: "dev", Short: "Run Keel on embedded SQLite with demo work",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cli.Dev(cmd.Context(), &cli.DevOpts{DataDir: dir, Out: cmd.OutOrStdout()})
+		}}
+	cmd.Flags().StringVar(&dir, "data", cli.DefaultDataDir, "folder for the SQLite database")
+	return cmd
+}
+
+func migrateCmd() *cobra.Command {
+	o := &cli.MigrateOpts{}
+	cmd := &cobra.Command{Use: "migrate up|down|status", Short: "Apply, revert or list schema migrations",
+		Args: cobra.ExactArgs(1), ValidArgs: []string{"up", "down", "status"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Direction, o.Out = args[0], cmd.OutOrStdout()
+			url, schema := dbFlags(cmd)
+			return cli.Migrate(cmd.Context(), url, schema, o)
+		}}
+	cmd.Flags().StringVar(&o.Line, "line", "", "migration line (default all for up, engine for down)")
+	cmd.Flags().IntVar(&o.Steps, "steps", 0, "down: how many migrations to revert (default 1)")
+	cmd.Flags().IntVar(&o.Target, "target", 0, "stop at this version")
+	cmd.Flags().BoolVar(&o.All, "all", false, "down: revert every migration of the line")
+	return cmd
+}
+
+func benchCmd() *cobra.Command {
+	cfg := &keelbench.Config{}
+	cmd := &cobra.Command{Use: "bench", Short: "Measure throughput or latency (drain, continuous, latency)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.DatabaseURL, _ = dbFlags(cmd)
+			if cfg.DatabaseURL == "" {
+				cfg.DatabaseURL = "sqlite:"
+			}
+			return cli.Bench(cmd.Context(), cfg, cmd.OutOrStdout())
+		}}
+	cmd.Flags().StringVar(&cfg.Mode, "mode", "drain", "drain, continuous or latency")
+	cmd.Flags().IntVarP(&cfg.N, "n", "n", 100000, "drain: number of jobs")
+	cmd.Flags().DurationVar(&cfg.Duration, "duration", 10*time.Second, "continuous/latency: how long")
+	cmd.Flags().IntVar(&cfg.Rate, "rate", 1000, "latency: offered jobs per second")
+	cmd.Flags().IntVar(&cfg.Workers, "workers", 100, "concurrent workers")
+	cmd.Flags().IntVar(&cfg.FlowKeys, "flow-keys", 0, "spread jobs over this many flow keys")
+	cmd.Flags().IntVar(&cfg.FinishedRows, "finished-rows", 0, "pre-fill this many completed jobs")
+	return cmd
+}
+
+func dbFlags(cmd *cobra.Command) (url, schema string) {
+	url, _ = cmd.Flags().GetString("database-url")
+	schema, _ = cmd.Flags().GetString("schema")
+	return url, schema
+}

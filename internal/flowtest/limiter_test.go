@@ -1,0 +1,178 @@
+package flowtest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keeltype"
+)
+
+// backlogSeconds of work per key: the run lasts about this long.
+const backlogSeconds = 20
+
+// TestLimiterAcrossProcesses: 3 processes × 4 fetch loops, 3 keys limited
+// to 10/s with burst 0. In every sliding 1 s window no key exceeds 10 claims,
+// and each key averages at least 9.5/s.
+func TestLimiterAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process limiter test runs 20 s")
+	}
+	t.Parallel()
+	d, schema := testdb.OpenPostgres(t, nil)
+	admin := prepare(t, d)
+	bin := buildWorker(t)
+	url := testdb.PostgresURL(t)
+	for i := range 3 {
+		startWorker(t, bin, url, schema, i)
+	}
+	verify(t, admin)
+}
+
+// TestLimiterSQLite is the same on SQLite with one process (4 fetch loops).
+func TestLimiterSQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("limiter test runs 20 s")
+	}
+	t.Parallel()
+	d := testdb.NewSQLite(t)
+	admin := prepare(t, d)
+	for i := range 4 {
+		c, err := keel.NewClient(d, ClientConfig(fmt.Sprintf("lite-%d", i), slog.New(slog.NewTextHandler(io.Discard, nil))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.StopAndCancel(context.Background()) })
+	}
+	verify(t, admin)
+}
+
+func prepare[TTx any](t *testing.T, d keeldriver.Driver[TTx]) *keel.Client[TTx] {
+	ctx := context.Background()
+	admin, err := keel.NewClient(d, &keel.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Keys {
+		if _, err := admin.FlowLimitSet(ctx, &keeltype.FlowLimit{Pattern: k, Rate: Rate}, "limiter test"); err != nil {
+			t.Fatal(err)
+		}
+		batch := make([]keel.InsertParams, Rate*backlogSeconds)
+		for i := range batch {
+			batch[i] = keel.InsertParams{Args: Args{}, Opts: &keel.InsertOpts{FlowKey: k}}
+		}
+		if _, err := admin.InsertMany(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return admin
+}
+
+func buildWorker(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "flow-worker")
+	out, err := exec.Command("go", "build", "-o", bin, "./worker").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building worker: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startWorker starts one process and waits for its "ready" line.
+func startWorker(t *testing.T, bin, url, schema string, i int) {
+	cmd := exec.Command(bin, "-url", url, "-schema", schema, "-fetchers", "4")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t, fmt.Sprintf("worker %d: ", i)}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("worker %d did not start: %q", i, sc.Text())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+}
+
+type testWriter struct {
+	t      *testing.T
+	prefix string
+}
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s%s", w.prefix, p)
+	return len(p), nil
+}
+
+func verify[TTx any](t *testing.T, admin *keel.Client[TTx]) {
+	ctx := context.Background()
+	total := len(Keys) * Rate * backlogSeconds
+	deadline := time.Now().Add(3 * backlogSeconds * time.Second)
+	for {
+		stats, err := admin.FlowKeyStats(ctx, Keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var done int64
+		for _, s := range stats {
+			done += s.Counts[keeltype.JobStateCompleted]
+		}
+		if done == int64(total) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d jobs completed", done, total)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, k := range Keys {
+		times := claimTimes(t, admin, k)
+		peak, avg := MaxInWindow(times, time.Second), AverageRate(times)
+		t.Logf("key %s: %d claims, busiest 1 s window %d, average %.2f/s", k, len(times), peak, avg)
+		if peak > Rate {
+			t.Errorf("key %s: %d claims in one 1 s window, limit %d", k, peak, Rate)
+		}
+		if avg < 9.5 {
+			t.Errorf("key %s: average %.2f/s, want ≥ 9.5", k, avg)
+		}
+	}
+}
+
+func claimTimes[TTx any](t *testing.T, admin *keel.Client[TTx], key string) []time.Time {
+	var times []time.Time
+	var after int64
+	for {
+		rows, err := admin.JobList(context.Background(), &keeldriver.JobListParams{FlowKey: key, AfterID: after, Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Attempt != 1 || r.AttemptedAt == nil {
+				t.Fatalf("job %d: attempt %d", r.ID, r.Attempt)
+			}
+			times = append(times, *r.AttemptedAt)
+			after = r.ID
+		}
+		if len(rows) < 500 {
+			return times
+		}
+	}
+}

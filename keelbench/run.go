@@ -1,0 +1,213 @@
+package keelbench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keeldriver"
+)
+
+type noopArgs struct {
+	// At is the enqueue time (unix ns) for latency runs.
+	At int64 `json:"at,omitempty"`
+}
+
+func (noopArgs) Kind() string { return "bench.noop" }
+
+// counter counts worked jobs and closes done at target.
+type counter struct {
+	n      atomic.Int64
+	target int64
+	done   chan struct{}
+	once   sync.Once
+
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func (c *counter) Work(ctx context.Context, job *keel.Job[noopArgs]) error {
+	if job.Args.At != 0 {
+		d := time.Since(time.Unix(0, job.Args.At))
+		c.mu.Lock()
+		c.delays = append(c.delays, d)
+		c.mu.Unlock()
+	}
+	if c.n.Add(1) == c.target {
+		c.once.Do(func() { close(c.done) })
+	}
+	return nil
+}
+
+func newClient[TTx any](d keeldriver.Driver[TTx], c *Config, w *counter) (*keel.Client[TTx], error) {
+	ws := keel.NewWorkers()
+	keel.AddWorker[noopArgs](ws, w)
+	return keel.NewClient(d, &keel.Config{
+		Workers: ws,
+		Queues:  map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: c.Workers}},
+		Logger:  c.Logger,
+	})
+}
+
+func run[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) (*Result, error) {
+	if c.FinishedRows > 0 {
+		if err := prefillFinished(ctx, d, c); err != nil {
+			return nil, err
+		}
+	}
+	switch c.Mode {
+	case "drain":
+		return drain(ctx, d, c)
+	case "continuous":
+		return continuous(ctx, d, c)
+	}
+	return latency(ctx, d, c)
+}
+
+func (c *Config) opts(i int) *keel.InsertOpts {
+	if c.FlowKeys == 0 {
+		return nil
+	}
+	return &keel.InsertOpts{FlowKey: fmt.Sprintf("bench:%d", i%c.FlowKeys)}
+}
+
+func insertBatch[TTx any](ctx context.Context, cl *keel.Client[TTx], c *Config, from, n int, args func() noopArgs) error {
+	params := make([]keel.InsertParams, n)
+	for i := range params {
+		params[i] = keel.InsertParams{Args: args(), Opts: c.opts(from + i)}
+	}
+	_, err := cl.InsertMany(ctx, params)
+	return err
+}
+
+const insertChunk = 5000
+
+// drain inserts N jobs before any worker runs, then times starting the
+// client, working all N and a soft stop (which commits the last completions).
+func drain[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) (*Result, error) {
+	w := &counter{target: int64(c.N), done: make(chan struct{})}
+	cl, err := newClient(d, c, w)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < c.N; i += insertChunk {
+		if err := insertBatch(ctx, cl, c, i, min(insertChunk, c.N-i), func() noopArgs { return noopArgs{} }); err != nil {
+			return nil, fmt.Errorf("inserting: %w", err)
+		}
+	}
+	c.Logger.Info("inserted; draining", "jobs", c.N)
+	start := time.Now()
+	if err := cl.Start(ctx); err != nil {
+		return nil, err
+	}
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		_ = cl.StopAndCancel(context.WithoutCancel(ctx))
+		return nil, ctx.Err()
+	}
+	if err := cl.Stop(ctx); err != nil {
+		return nil, err
+	}
+	el := time.Since(start)
+	return &Result{Mode: "drain", Jobs: c.N, Elapsed: el, JobsPerSec: float64(c.N) / el.Seconds()}, nil
+}
+
+// continuous keeps a backlog topped up while workers run for the duration.
+func continuous[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) (*Result, error) {
+	w := &counter{target: -1, done: make(chan struct{})}
+	cl, err := newClient(d, c, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Start(ctx); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
+	defer cancel()
+	start := time.Now()
+	inserted := 0
+	for runCtx.Err() == nil {
+		// Keep about two seconds of work queued, never an unbounded pile.
+		if backlog := inserted - int(w.n.Load()); backlog > 4*insertChunk {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err := insertBatch(runCtx, cl, c, inserted, 1000, func() noopArgs { return noopArgs{} }); err != nil && runCtx.Err() == nil {
+			return nil, err
+		}
+		inserted += 1000
+	}
+	worked := w.n.Load()
+	el := time.Since(start)
+	_ = cl.StopAndCancel(context.WithoutCancel(ctx))
+	return &Result{Mode: "continuous", Jobs: int(worked), Elapsed: el, JobsPerSec: float64(worked) / el.Seconds()}, nil
+}
+
+// latency offers Rate jobs/s, one insert statement each, and reports the
+// delay from just before the insert to the worker's start.
+func latency[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) (*Result, error) {
+	total := int(c.Duration.Seconds() * float64(c.Rate))
+	w := &counter{target: int64(total), done: make(chan struct{})}
+	cl, err := newClient(d, c, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { _ = cl.StopAndCancel(context.WithoutCancel(ctx)) }()
+	if err := offer(ctx, cl, c, total); err != nil {
+		return nil, err
+	}
+	select {
+	case <-w.done:
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("only %d of %d jobs started", w.n.Load(), total)
+	}
+	return latencyResult(c, w.delays), nil
+}
+
+// offer paces inserts on a schedule (not back to back), several senders
+// wide so one slow insert does not delay the next.
+func offer[TTx any](ctx context.Context, cl *keel.Client[TTx], c *Config, total int) error {
+	interval := time.Second / time.Duration(c.Rate)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	sem := make(chan struct{}, 16)
+	for i := 0; i < total; i++ {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := cl.Insert(ctx, noopArgs{At: time.Now().UnixNano()}, c.opts(i)); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func latencyResult(c *Config, delays []time.Duration) *Result {
+	slices.Sort(delays)
+	pct := func(p float64) time.Duration { return delays[min(len(delays)-1, int(p*float64(len(delays))))] }
+	return &Result{Mode: "latency", Jobs: len(delays), Elapsed: c.Duration, JobsPerSec: float64(c.Rate),
+		P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: delays[len(delays)-1]}
+}
