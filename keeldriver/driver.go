@@ -83,6 +83,8 @@ type Executor interface {
 	QueuePause(ctx context.Context, params *QueuePauseParams) (*keeltype.QueueRow, error)
 	QueueResume(ctx context.Context, name string) (*keeltype.QueueRow, error)
 	QueueList(ctx context.Context) ([]*keeltype.QueueRow, error)
+	// QueueStats counts live (not final) jobs per queue and state; final
+	// rows are history, counted by metrics, not by scanning them.
 	QueueStats(ctx context.Context) ([]*keeltype.QueueStats, error)
 
 	LeaderAttemptElect(ctx context.Context, params *LeaderElectParams) (bool, error)

@@ -50,7 +50,8 @@ JOIN unnest($1::text[], $2::text[]) AS u(kind, idempotency_key)
   ON j.kind = u.kind AND j.idempotency_key = u.idempotency_key;
 
 -- name: JobClaim
--- Reads only keel_job_claim_idx (queue, priority, id) WHERE state = 'available'.
+-- Claims across all flow keys in (priority, id) order. The engine claims
+-- per key with JobClaimKeys; this statement serves tools and tests.
 -- The paused check is inside the statement so a pause takes effect on every
 -- instance at its next claim.
 WITH picked AS (

@@ -23,10 +23,12 @@ RETURNING name, paused_at, paused_by, created_at, updated_at;
 SELECT name, paused_at, paused_by, created_at, updated_at FROM keel_queue ORDER BY name;
 
 -- name: QueueStats
--- One row per (queue, state) with jobs; queues that only have a keel_queue
--- row come back once with a NULL state.
+-- One row per (queue, state) with live (not final) jobs, read from
+-- keel_job_live_idx: the depth that matters, at a cost that does not grow
+-- with millions of finished rows. Queues that only have a keel_queue row
+-- come back once with a NULL state.
 WITH counts AS (
-    SELECT queue, state, count(*) AS n FROM keel_job GROUP BY queue, state
+    SELECT queue, state, count(*) AS n FROM keel_job WHERE finalized_at IS NULL GROUP BY queue, state
 ),
 oldest AS (
     SELECT queue, min(run_at) AS run_at FROM keel_job WHERE state = 'available' GROUP BY queue

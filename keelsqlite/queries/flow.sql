@@ -228,7 +228,7 @@ ORDER BY pattern, queue;
 -- Raises by one level (priority 1 is the highest) available jobs waiting
 -- longer than :interval × (levels already raised + 1); base_priority keeps
 -- the inserted priority. The multiplier is per row, so no index range on
--- run_at serves it: the walk reads keel_job_claim_idx, which holds only
+-- run_at serves it: the walk reads keel_job_key_claim_idx, which holds only
 -- available jobs (never the final ones), and :max bounds the work of one
 -- call. The plain "run_at <= :now - :interval" term (the smallest
 -- multiplier) is a cheap first filter.
@@ -236,7 +236,7 @@ UPDATE keel_job
 SET base_priority = coalesce(base_priority, priority),
     priority = priority - 1
 WHERE id IN (
-    SELECT id FROM keel_job INDEXED BY keel_job_claim_idx
+    SELECT id FROM keel_job INDEXED BY keel_job_key_claim_idx
     WHERE state = 'available'
       AND priority > 1
       AND run_at <= :now - :interval

@@ -20,10 +20,10 @@ ON CONFLICT (name) DO UPDATE SET
 RETURNING name, paused_at, paused_by, created_at, updated_at;
 
 -- name: QueueRegister
--- A queue exists once a job names it; listing writes its row. The scan is
--- covered by keel_job_state_idx. WHERE true disambiguates the upsert parse.
+-- A queue exists once a live job names it; listing writes its row. The scan
+-- reads keel_job_live_idx (live rows only), never the finished history.
 INSERT INTO keel_queue (name, created_at, updated_at)
-SELECT DISTINCT queue, :now, :now FROM keel_job WHERE true
+SELECT DISTINCT queue, :now, :now FROM keel_job INDEXED BY keel_job_live_idx WHERE finalized_at IS NULL
 ON CONFLICT (name) DO NOTHING;
 
 -- name: QueueList
@@ -32,6 +32,9 @@ FROM keel_queue
 ORDER BY name;
 
 -- name: QueueStatsJobs
+-- Live (not final) jobs only, from keel_job_live_idx: queue depth, at a cost
+-- that does not grow with finished rows.
 SELECT queue, state, count(*), min(CASE WHEN state = 'available' THEN run_at END)
-FROM keel_job
+FROM keel_job INDEXED BY keel_job_live_idx
+WHERE finalized_at IS NULL
 GROUP BY queue, state;
