@@ -23,7 +23,7 @@ const (
 	DefaultPriority          = 2
 	DefaultFetchPollInterval = time.Second
 	DefaultCompleterBatch    = 1000
-	DefaultCompleterFlush    = 2 * time.Millisecond
+	DefaultCompleterFlush    = 10 * time.Millisecond
 	DefaultLeaderTTL         = 5 * time.Second
 	DefaultPromoteInterval   = 250 * time.Millisecond
 	DefaultRescueInterval    = time.Second
@@ -70,7 +70,8 @@ type Config struct {
 	// Default 1000.
 	CompleterBatchSize int
 	// CompleterFlushInterval flushes pending completions at least this often.
-	// Default 2ms.
+	// Default 10ms: long enough to batch a busy queue's completions, short
+	// enough that a finished job leaves the running state promptly.
 	CompleterFlushInterval time.Duration
 	// LeaderTTL is the leadership lease; a dead leader is replaced within
 	// about this long. Default 5s.

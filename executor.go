@@ -27,14 +27,54 @@ func ClientFromContext[TTx any](ctx context.Context) (*Client[TTx], error) {
 	return c, nil
 }
 
-// runJob drives one claimed job from start to its finish params.
-func (c *Client[TTx]) runJob(parent context.Context, p *producer, row *keeltype.JobRow) {
-	defer p.done()
+// register makes a claimed job this client's: heartbeats extend its lease
+// and a remote cancel reaches it, from the claim on (also while it waits in
+// the producer's fetch-ahead buffer).
+func (c *Client[TTx]) register(parent context.Context, row *keeltype.JobRow) *execution {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	defer cancel(nil)
-	exe := &execution{row: row, cancel: cancel}
+	exe := &execution{row: row, ctx: ctx, cancel: cancel}
 	c.registry.add(exe)
+	return exe
+}
+
+// runJobs runs exe, then whatever the producer buffered, on this slot.
+func (c *Client[TTx]) runJobs(p *producer, exe *execution) {
+	for exe != nil {
+		c.runJob(exe)
+		exe = p.next()
+	}
+	p.done()
+}
+
+// handBack returns a claimed job that never started (fetch-ahead buffer at
+// stop).
+func (c *Client[TTx]) handBack(exe *execution) {
 	defer c.registry.remove(exe)
+	defer exe.cancel(nil)
+	c.completer.add(&pendingFinish{row: exe.row, params: neverStartedParams(exe.row)})
+}
+
+// neverStartedParams: available again, attempt given back, and a check
+// needed only if one was needed before.
+func neverStartedParams(row *keeltype.JobRow) *keeldriver.JobFinishParams {
+	return &keeldriver.JobFinishParams{ID: row.ID, Fence: row.Fence, State: keeltype.JobStateAvailable,
+		AttemptDelta: -1, NeedsCheck: row.NeedsCheck}
+}
+
+// runJob drives one claimed job from start to its finish params.
+func (c *Client[TTx]) runJob(exe *execution) {
+	defer c.registry.remove(exe)
+	defer exe.cancel(nil)
+	row, ctx := exe.row, exe.ctx
+	if cause := context.Cause(ctx); cause != nil {
+		// Stopped or cancelled while buffered: it never started.
+		if errors.Is(cause, errJobCancelled) {
+			c.completer.add(&pendingFinish{row: row, params: c.failParams(row, JobCancel(cause), nil)})
+			return
+		}
+		c.completer.add(&pendingFinish{row: row, params: neverStartedParams(row)})
+		return
+	}
 	c.metrics.StartLatency.WithLabelValues(row.Queue).Observe(time.Since(row.RunAt).Seconds())
 
 	finish := c.attempt(ctx, exe)

@@ -20,6 +20,8 @@ type claimResult struct {
 	// beyond them may have backlog too.
 	keys      []string
 	truncated bool
+	// cursor is where the next fetch's key listing should start.
+	cursor string
 }
 
 // claim fetches up to max jobs of queue, fairly across flow keys: it lists
@@ -27,9 +29,14 @@ type claimResult struct {
 // a weighted share, claims unlimited keys in one statement and limited keys
 // under their row locks, where tokens, concurrency and breaker state are
 // read and taken in the same transaction as the claim.
-func (c *Client[TTx]) claim(ctx context.Context, p *producer, max int) (*claimResult, error) {
+//
+// max counts worker slots that are free now plus room in the fetch-ahead
+// buffer; free counts only the slots. Limited keys are claimed within free:
+// a job of a limited key must start when it is claimed, or a breaker, an
+// auto-pause or a rate would govern claims but not starts.
+func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max int) (*claimResult, error) {
 	fx := flowExec(c.driver.Executor())
-	keys, err := fx.FlowKeysAvailable(ctx, &keeldriver.FlowKeysAvailableParams{Queue: p.queue, After: p.cursor, Limit: max})
+	keys, err := fx.FlowKeysAvailable(ctx, &keeldriver.FlowKeysAvailableParams{Queue: queue, After: cursor, Limit: max})
 	if err != nil || len(keys) == 0 {
 		return &claimResult{}, err
 	}
@@ -37,24 +44,24 @@ func (c *Client[TTx]) claim(ctx context.Context, p *producer, max int) (*claimRe
 	if err != nil {
 		return nil, err
 	}
-	p.cursor = keys[len(keys)-1]
-	res := &claimResult{keys: keys, truncated: len(keys) >= max}
-	shares := shareOut(keys, max, func(k string) int { return weightOf(limits.match(k, p.queue)) })
+	res := &claimResult{keys: keys, truncated: len(keys) >= max, cursor: keys[len(keys)-1]}
+	shares := shareOut(keys, max, func(k string) int { return weightOf(limits.match(k, queue)) })
 	var open, gated []string
 	for _, k := range keys {
-		if limits.match(k, p.queue).Gated() {
+		if limits.match(k, queue).Gated() {
 			gated = append(gated, k)
 		} else {
 			open = append(open, k)
 		}
 	}
-	if len(open) > 0 {
-		if err := c.claimOpen(ctx, fx, p.queue, open, shares, res); err != nil {
+	// Limited keys first, so their rows take the free slots.
+	if len(gated) > 0 && free > 0 {
+		if err := c.claimGated(ctx, queue, gated, shares, free, limits, res); err != nil {
 			return nil, err
 		}
 	}
-	if len(gated) > 0 {
-		if err := c.claimGated(ctx, p.queue, gated, shares, limits, res); err != nil {
+	if len(open) > 0 {
+		if err := c.claimOpen(ctx, fx, queue, open, shares, res); err != nil {
 			return nil, err
 		}
 	}
@@ -131,19 +138,33 @@ func filledShare(rows []*keeltype.JobRow, keys []string, ns []int) bool {
 // claimGated claims limited keys inside one transaction holding their rows:
 // no other instance can take the same tokens or exceed the same concurrency
 // limit in between.
-func (c *Client[TTx]) claimGated(ctx context.Context, queue string, keys []string, shares map[string]int, limits *limitSet, res *claimResult) error {
+func (c *Client[TTx]) claimGated(ctx context.Context, queue string, keys []string, shares map[string]int, free int, limits *limitSet, res *claimResult) error {
 	tx, err := c.driver.Executor().Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning gated claim: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	fx := flowExec(tx)
-	now := time.Now().UTC()
-	locked, err := fx.FlowKeysLock(ctx, &keeldriver.FlowKeysLockParams{Keys: keys, SkipLocked: true, Now: &now})
+	locked, err := fx.FlowKeysLock(ctx, &keeldriver.FlowKeysLockParams{Keys: keys, SkipLocked: true})
 	if err != nil {
 		return fmt.Errorf("locking flow keys: %w", err)
 	}
-	plan := c.planGated(queue, locked, shares, limits, now, res)
+	if len(locked) < len(keys) {
+		noteSkipped(keys, locked, limits, queue, res)
+	}
+	// The claim instant is taken under the keys' locks, so the token math
+	// and the recorded claim time are the same instant.
+	now := time.Now().UTC()
+	plan := c.planGated(queue, locked, shares, free, limits, now, res)
+	if wait := res.nextIn; wait > 0 && wait <= tokenHold && len(locked) == len(keys) {
+		// A token is due within a moment: wait for it holding the keys, so
+		// the claim lands on the token's instant instead of a poll later.
+		// Producers wake tokenHold early for exactly this.
+		time.Sleep(wait)
+		now = time.Now().UTC()
+		res.nextIn = 0
+		plan = c.planGated(queue, locked, shares, free, limits, now, res)
+	}
 	if len(plan.keys) > 0 {
 		rows, err := fx.JobClaimKeys(ctx, &keeldriver.JobClaimKeysParams{Queue: queue, Owner: c.config.ID,
 			LeaseDuration: c.config.LeaseDuration, Keys: plan.keys, Ns: plan.ns, Now: &now})
@@ -160,17 +181,51 @@ func (c *Client[TTx]) claimGated(ctx context.Context, queue string, keys []strin
 	return tx.Commit(ctx)
 }
 
+// skippedRetry is how soon to look again at a key another claimer held when
+// the key has no rate to predict its next turn from.
+const skippedRetry = 25 * time.Millisecond
+
+// noteSkipped schedules a look at keys another instance held for its claim.
+// That claimer takes the key's current token, so the next one is about one
+// token period away: waking then keeps every instance on the key's cadence
+// without hammering the lock in between.
+func noteSkipped(keys []string, locked []*keeltype.FlowKeyRow, limits *limitSet, queue string, res *claimResult) {
+	held := map[string]bool{}
+	for _, k := range locked {
+		held[k.Key] = true
+	}
+	for _, k := range keys {
+		if held[k] {
+			continue
+		}
+		wait := skippedRetry
+		if l := limits.match(k, queue); l != nil && l.Rate > 0 {
+			wait = time.Duration(float64(time.Second) / l.Rate)
+		}
+		if res.nextIn == 0 || wait < res.nextIn {
+			res.nextIn = wait
+		}
+	}
+}
+
+// tokenHold is how long a claim holding a key's lock may wait for a token
+// that is about to be due; producers wake that much early. With burst 0,
+// every millisecond a claim lands late is a millisecond of rate lost for
+// good (claims must stay 1/rate apart), so precision here is throughput.
+const tokenHold = 10 * time.Millisecond
+
 type gatedPlan struct {
 	keys []string
 	ns   []int
 }
 
-func (c *Client[TTx]) planGated(queue string, locked []*keeltype.FlowKeyRow, shares map[string]int, limits *limitSet, now time.Time, res *claimResult) gatedPlan {
+func (c *Client[TTx]) planGated(queue string, locked []*keeltype.FlowKeyRow, shares map[string]int, free int, limits *limitSet, now time.Time, res *claimResult) gatedPlan {
 	var plan gatedPlan
 	for _, k := range locked {
 		l := limits.match(k.Key, queue)
 		n, wait := allowance(l, k, now)
-		n = min(n, shares[k.Key])
+		n = min(n, shares[k.Key], free)
+		free -= n
 		if wait > 0 && (res.nextIn == 0 || wait < res.nextIn) {
 			res.nextIn = wait
 		}

@@ -9,9 +9,17 @@ import (
 	"github.com/keelwork/keel/keeltype"
 )
 
+// fetchLoops is how many claims of one queue may be in flight at once. A
+// claim's cost is mostly its commit; while one waits for the WAL flush the
+// other runs, and PostgreSQL's group commit flushes both together. Two loops
+// nearly double what one producer can claim under backlog; more add little
+// on small machines.
+const fetchLoops = 1
+
 // producer fetches jobs of one queue and runs each in its own goroutine, up
-// to maxWorkers at once. It fetches when woken (insert notification, a slot
-// freed while a backlog exists) or when the poll interval passes.
+// to max at once, plus up to 2×max fetched ahead while a backlog exists. It
+// fetches when woken (insert notification, room freed while a backlog
+// exists) or when the poll interval passes.
 type producer struct {
 	client  clientCore
 	queue   string
@@ -22,6 +30,15 @@ type producer struct {
 	slotCh   chan struct{}
 	stopOnce sync.Once
 	stopCh   chan struct{}
+	// ahead holds jobs claimed beyond the free slots while a backlog exists
+	// (fetch-ahead): a slot that frees takes the next one without a round
+	// trip, and each claim moves more rows per commit.
+	ahead chan *execution
+
+	mu sync.Mutex
+	// reserved counts rows requested by claims in flight, so concurrent
+	// loops never claim more than slots plus buffer can hold.
+	reserved int
 	backlog  bool
 	// cursor is the last flow key served; the next fetch starts after it,
 	// so keys take turns.
@@ -33,8 +50,10 @@ type producer struct {
 // clientCore is the part of Client a producer needs; it hides TTx.
 type clientCore interface {
 	cfg() *Config
-	runJob(ctx context.Context, p *producer, row *keeltype.JobRow)
-	claim(ctx context.Context, p *producer, max int) (*claimResult, error)
+	register(ctx context.Context, row *keeltype.JobRow) *execution
+	runJobs(p *producer, exe *execution)
+	handBack(exe *execution)
+	claim(ctx context.Context, queue, cursor string, free, max int) (*claimResult, error)
 	metricsOf() *Metrics
 }
 
@@ -42,6 +61,7 @@ func newProducer[TTx any](c *Client[TTx], queue string, max int) *producer {
 	return &producer{
 		client: c, queue: queue, max: max,
 		wakeCh: make(chan struct{}, 1), slotCh: make(chan struct{}, 1), stopCh: make(chan struct{}),
+		ahead: make(chan *execution, 2*max),
 	}
 }
 
@@ -57,71 +77,117 @@ func signal(ch chan struct{}) {
 func (p *producer) stopFetching() { p.stopOnce.Do(func() { close(p.stopCh) }) }
 
 func (p *producer) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range fetchLoops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.loop(ctx)
+		}()
+	}
+	wg.Wait()
+	p.drainAhead()
+}
+
+func (p *producer) loop(ctx context.Context) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
-		if !p.waitForTurn(ctx, poll) {
+		want, ok := p.waitForTurn(ctx, poll)
+		if !ok {
 			return
 		}
-		free := p.max - int(p.running.Load())
-		res := p.fetch(ctx, free)
-		p.backlog = len(res.rows) == free || res.more || p.sweeping(res)
-		if !p.backlog {
+		res := p.fetch(ctx, want)
+		if !p.settle(want, res) {
 			resetTimer(poll, nextPoll(p.client.cfg().FetchPollInterval, res.nextIn))
 		}
 	}
 }
 
-// waitForTurn blocks until a fetch is due. With a backlog, enough freed
-// slots are reason to fetch (a quarter of the pool, so claims stay batched);
-// without one, only a notification or the poll timer is.
-func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer) bool {
+// room is how many rows a claim may bring now: free slots, plus buffer space
+// while a backlog exists, less what claims in flight will bring. Caller
+// holds p.mu.
+func (p *producer) room() int {
+	free := p.max - int(p.running.Load())
+	if p.backlog {
+		free += cap(p.ahead) - len(p.ahead)
+	}
+	return free - p.reserved
+}
+
+// reserve claims room for a fetch of at least need rows.
+func (p *producer) reserve(need int) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.room(); r >= need {
+		p.reserved += r
+		return r, true
+	}
+	return 0, false
+}
+
+// waitForTurn blocks until a fetch is due and reserves its room. With a
+// backlog, room for a quarter of the pool is reason to fetch (claims stay
+// batched, the buffer keeps slots busy meanwhile); without one, only a
+// notification or the poll timer is.
+func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer) (int, bool) {
 	threshold := max(1, p.max/4)
 	for {
-		free := p.max - int(p.running.Load())
-		if p.backlog && free >= threshold {
-			select {
-			case <-p.stopCh:
-				return false
-			default:
-				return true
+		p.mu.Lock()
+		backlog := p.backlog
+		p.mu.Unlock()
+		if backlog {
+			if want, ok := p.reserve(threshold); ok {
+				return want, !p.stopped()
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return 0, false
 		case <-p.stopCh:
-			return false
+			return 0, false
 		case <-p.wakeCh:
-			if free > 0 {
-				return true
-			}
-			p.backlog = true
 		case <-poll.C:
 			poll.Reset(p.client.cfg().FetchPollInterval)
-			if free > 0 {
-				return true
-			}
 		case <-p.slotCh:
+			continue
 		}
+		if want, ok := p.reserve(1); ok {
+			return want, true
+		}
+		p.mu.Lock()
+		p.backlog = true // woken with no room: there is work once room frees
+		p.mu.Unlock()
 	}
 }
 
-func resetTimer(t *time.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
+func (p *producer) stopped() bool {
+	select {
+	case <-p.stopCh:
+		return true
+	default:
+		return false
 	}
-	t.Reset(d)
+}
+
+// settle releases the fetch's reservation and records what it learned.
+// It reports whether a backlog remains (fetch again without waiting).
+func (p *producer) settle(want int, res *claimResult) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reserved -= want
+	if res.cursor != "" {
+		p.cursor = res.cursor
+	}
+	p.backlog = len(res.rows) == want || res.more || p.sweeping(res)
+	return p.backlog
 }
 
 // sweeping reports whether to fetch again at once because the last fetch
 // listed only some of the keys with backlog and claimed nothing from them
 // (all throttled or paused): the next fetch starts after them. It stops once
 // the listing wraps around to where the fruitless sweep began, so keys that
-// are all throttled cost one pass, not a busy loop.
+// are all throttled cost one pass, not a busy loop. Caller holds p.mu.
 func (p *producer) sweeping(res *claimResult) bool {
 	if len(res.rows) > 0 || !res.truncated {
 		p.sweepFrom = ""
@@ -145,15 +211,30 @@ func (p *producer) sweeping(res *claimResult) bool {
 // full rate without busy polling.
 func nextPoll(poll, nextToken time.Duration) time.Duration {
 	if nextToken > 0 && nextToken < poll {
-		return nextToken
+		// Early by the hold a claim may spend waiting under the key's lock.
+		return max(nextToken-tokenHold, time.Millisecond)
 	}
 	return poll
 }
 
-func (p *producer) fetch(ctx context.Context, free int) *claimResult {
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+func (p *producer) fetch(ctx context.Context, want int) *claimResult {
 	m := p.client.metricsOf()
+	p.mu.Lock()
+	cursor := p.cursor
+	p.mu.Unlock()
 	start := time.Now()
-	res, err := p.client.claim(ctx, p, free)
+	free := max(0, p.max-int(p.running.Load()))
+	res, err := p.client.claim(ctx, p.queue, cursor, min(free, want), want)
 	m.ClaimLatency.WithLabelValues(p.queue).Observe(time.Since(start).Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
@@ -163,10 +244,54 @@ func (p *producer) fetch(ctx context.Context, free int) *claimResult {
 	}
 	m.Claimed.WithLabelValues(p.queue).Add(float64(len(res.rows)))
 	for _, row := range res.rows {
-		p.running.Add(1)
-		go p.client.runJob(ctx, p, row)
+		exe := p.client.register(ctx, row)
+		if p.takeSlot() {
+			go p.client.runJobs(p, exe)
+		} else {
+			p.ahead <- exe // the reservation guarantees space
+		}
 	}
 	return res
+}
+
+// takeSlot occupies a worker slot if one is free.
+func (p *producer) takeSlot() bool {
+	for {
+		n := p.running.Load()
+		if int(n) >= p.max {
+			return false
+		}
+		if p.running.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// next hands a finishing slot the next fetched-ahead job, if any.
+func (p *producer) next() *execution {
+	if p.stopped() {
+		return nil
+	}
+	select {
+	case exe := <-p.ahead:
+		signal(p.slotCh) // room in the buffer: maybe time to fetch
+		return exe
+	default:
+		return nil
+	}
+}
+
+// drainAhead hands back jobs fetched ahead that no slot took: on stop they
+// are not started (a soft stop finishes running work, it does not begin any).
+func (p *producer) drainAhead() {
+	for {
+		select {
+		case exe := <-p.ahead:
+			p.client.handBack(exe)
+		default:
+			return
+		}
+	}
 }
 
 // done frees a slot.

@@ -95,6 +95,7 @@ func (r *registry) waitEmpty(ctx context.Context) error {
 // execution is one claimed job while its worker runs.
 type execution struct {
 	row    *keeltype.JobRow
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// finalized is set when the worker committed the outcome itself
 	// (CompleteTx), so the executor must not finish the job again.

@@ -3,6 +3,9 @@ package keelbench
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,9 +50,10 @@ func newClient[TTx any](d keeldriver.Driver[TTx], c *Config, w *counter) (*keel.
 	ws := keel.NewWorkers()
 	keel.AddWorker[noopArgs](ws, w)
 	return keel.NewClient(d, &keel.Config{
-		Workers: ws,
-		Queues:  map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: c.Workers}},
-		Logger:  c.Logger,
+		Workers:                ws,
+		Queues:                 map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: c.Workers}},
+		Logger:                 c.Logger,
+		CompleterFlushInterval: benchFlush(),
 	})
 }
 
@@ -114,6 +118,9 @@ func drain[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) (*
 		return nil, err
 	}
 	el := time.Since(start)
+	if os.Getenv("KEEL_BENCH_DEBUG") != "" {
+		debugMetrics(cl.Metrics())
+	}
 	return &Result{Mode: "drain", Jobs: c.N, Elapsed: el, JobsPerSec: float64(c.N) / el.Seconds()}, nil
 }
 
@@ -210,4 +217,20 @@ func latencyResult(c *Config, delays []time.Duration) *Result {
 	pct := func(p float64) time.Duration { return delays[min(len(delays)-1, int(p*float64(len(delays))))] }
 	return &Result{Mode: "latency", Jobs: len(delays), Elapsed: c.Duration, JobsPerSec: float64(c.Rate),
 		P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: delays[len(delays)-1]}
+}
+
+func benchFlush() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("KEEL_BENCH_FLUSH"))
+	return d
+}
+
+func debugMetrics(m *keel.Metrics) {
+	ch := make(chan prometheus.Metric, 100)
+	go func() { m.ClaimLatency.Collect(ch); close(ch) }()
+	for metric := range ch {
+		var pb dto.Metric
+		_ = metric.Write(&pb)
+		h := pb.GetHistogram()
+		fmt.Printf("claims %d, total %.3fs, avg %.3fms\n", h.GetSampleCount(), h.GetSampleSum(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+	}
 }

@@ -82,6 +82,7 @@ type Driver struct {
 	cfg    Config
 	hub    *hub
 	closed atomic.Bool
+	ckpt   *checkpointer // nil for New: the caller's DB keeps its settings
 }
 
 var _ keeldriver.Driver[*sql.Tx] = (*Driver)(nil)
@@ -103,7 +104,25 @@ func Open(path string, cfg *Config) (*Driver, error) {
 		_ = w.Close()
 		return nil, err
 	}
-	return &Driver{w: w, r: r, owned: true, cfg: c, hub: newHub(c.NotifyBuffer)}, nil
+	ck, err := openCheckpointPool(path, c)
+	if err != nil {
+		_ = w.Close()
+		_ = r.Close()
+		return nil, err
+	}
+	return &Driver{w: w, r: r, owned: true, cfg: c, hub: newHub(c.NotifyBuffer), ckpt: startCheckpointer(ck)}, nil
+}
+
+// openCheckpointPool is one connection for the background checkpointer.
+func openCheckpointPool(path string, c Config) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.BusyTimeout.Milliseconds()))
+	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("keelsqlite: opening checkpointer for %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
 }
 
 // openPool opens the write pool (one connection, immediate transactions) or
@@ -117,6 +136,8 @@ func openPool(path string, c Config, write bool) (*sql.DB, error) {
 	q.Add("_pragma", "synchronous(NORMAL)")
 	if write {
 		q.Add("_pragma", "journal_mode(WAL)")
+		// The background checkpointer does this off the writer's path.
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 		q.Set("_txlock", "immediate")
 	} else {
 		q.Add("_pragma", "query_only(1)")
@@ -226,5 +247,5 @@ func (d *Driver) Close() error {
 	if !d.owned {
 		return nil
 	}
-	return errors.Join(d.r.Close(), d.w.Close())
+	return errors.Join(d.ckpt.close(), d.r.Close(), d.w.Close())
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -34,29 +33,21 @@ func TestLimiterAcrossProcesses(t *testing.T) {
 	bin := buildWorker(t)
 	url := testdb.PostgresURL(t)
 	for i := range 3 {
-		startWorker(t, bin, url, schema, i)
+		startWorker(t, bin, []string{"-url", url, "-schema", schema, "-fetchers", "4"}, i)
 	}
 	verify(t, admin)
 }
 
-// TestLimiterSQLite is the same on SQLite with one process (4 fetch loops).
+// TestLimiterSQLite is the same on SQLite with one worker process (4 fetch
+// loops); this test process only prepares and verifies.
 func TestLimiterSQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("limiter test runs 20 s")
 	}
 	t.Parallel()
-	d := testdb.NewSQLite(t)
+	d, path := testdb.OpenSQLite(t, nil)
 	admin := prepare(t, d)
-	for i := range 4 {
-		c, err := keel.NewClient(d, ClientConfig(fmt.Sprintf("lite-%d", i), slog.New(slog.NewTextHandler(io.Discard, nil))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.StopAndCancel(context.Background()) })
-	}
+	startWorker(t, buildWorker(t), []string{"-sqlite", path, "-fetchers", "4"}, 0)
 	verify(t, admin)
 }
 
@@ -91,8 +82,8 @@ func buildWorker(t *testing.T) string {
 }
 
 // startWorker starts one process and waits for its "ready" line.
-func startWorker(t *testing.T, bin, url, schema string, i int) {
-	cmd := exec.Command(bin, "-url", url, "-schema", schema, "-fetchers", "4")
+func startWorker(t *testing.T, bin string, args []string, i int) {
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
