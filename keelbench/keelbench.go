@@ -47,6 +47,9 @@ type Config struct {
 	FinishedRows int
 	// Logger for progress; nil discards.
 	Logger *slog.Logger
+	// ClaimStats, if set, receives the count and duration of claim
+	// statements after drain and latency runs.
+	ClaimStats io.Writer
 }
 
 // Result is one run's figures.

@@ -62,8 +62,12 @@ func migrateCmd() *cobra.Command {
 
 func benchCmd() *cobra.Command {
 	cfg := &keelbench.Config{}
+	var claimStats bool
 	cmd := &cobra.Command{Use: "bench", Short: "Measure throughput or latency (drain, continuous, latency)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if claimStats {
+				cfg.ClaimStats = cmd.OutOrStdout()
+			}
 			cfg.DatabaseURL, _ = dbFlags(cmd)
 			if cfg.DatabaseURL == "" {
 				cfg.DatabaseURL = "sqlite:"
@@ -77,6 +81,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Workers, "workers", 100, "concurrent workers")
 	cmd.Flags().IntVar(&cfg.FlowKeys, "flow-keys", 0, "spread jobs over this many flow keys")
 	cmd.Flags().IntVar(&cfg.FinishedRows, "finished-rows", 0, "pre-fill this many completed jobs")
+	cmd.Flags().BoolVar(&claimStats, "claim-stats", false, "also print how many claim statements ran and their mean duration")
 	return cmd
 }
 
