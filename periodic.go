@@ -58,8 +58,10 @@ type PeriodicJob struct {
 	// Construct builds the job for one tick.
 	Construct func(tick time.Time) (JobArgs, *InsertOpts)
 	// CatchUp inserts a tick missed while no leader ran if it is at most this
-	// old. Default: one period, and never less than two leader leases (so a
-	// failover loses no tick).
+	// old. Default: one period, and never less than ten leader leases, so a
+	// failover (normally about one lease) or a loaded leader losing its lease
+	// a few times in a row loses no tick. Repeated inserts of a tick are
+	// absorbed by its idempotency key.
 	CatchUp time.Duration
 }
 

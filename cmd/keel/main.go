@@ -30,17 +30,20 @@ func root() *cobra.Command {
 	cmd := &cobra.Command{Use: "keel", Short: "Reliable asynchronous business work", SilenceUsage: true, SilenceErrors: true}
 	cmd.PersistentFlags().String("database-url", os.Getenv("KEEL_DATABASE_URL"), "postgres://… or sqlite:PATH (env KEEL_DATABASE_URL)")
 	cmd.PersistentFlags().String("schema", os.Getenv("KEEL_SCHEMA"), "PostgreSQL schema for Keel's tables (env KEEL_SCHEMA)")
-	cmd.AddCommand(devCmd(), migrateCmd(), benchCmd())
+	cmd.PersistentFlags().String("server", os.Getenv("KEEL_SERVER"), "admin verbs: act through this server's API (token from env KEEL_TOKEN) instead of --database-url (env KEEL_SERVER)")
+	cmd.PersistentFlags().Bool("json", false, "admin verbs: print JSON for scripts instead of tables")
+	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd())
 	return cmd
 }
 
 func devCmd() *cobra.Command {
-	var dir string
-	cmd := &cobra.Command{Use: "dev", Short: "Run Keel on embedded SQLite with demo work",
+	var dir, addr string
+	cmd := &cobra.Command{Use: "dev", Short: "Run Keel on embedded SQLite with the console and demo work",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cli.Dev(cmd.Context(), &cli.DevOpts{DataDir: dir, Out: cmd.OutOrStdout()})
+			return cli.Dev(cmd.Context(), &cli.DevOpts{DataDir: dir, Addr: addr, Out: cmd.OutOrStdout()})
 		}}
 	cmd.Flags().StringVar(&dir, "data", cli.DefaultDataDir, "folder for the SQLite database")
+	cmd.Flags().StringVar(&addr, "addr", cli.DefaultDevAddr, "listen address of the console and API (port 0 picks one)")
 	return cmd
 }
 

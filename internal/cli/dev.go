@@ -2,121 +2,71 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"time"
 
-	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
-	"github.com/keelwork/keel/keelsqlite"
+	"github.com/keelwork/keel/server"
+	"github.com/keelwork/keel/server/auth"
 )
 
 // DevOpts are the flags of `keel dev`.
 type DevOpts struct {
 	DataDir string
-	Out     io.Writer
-	// Ready, if set, is called once the client runs (tests synchronise on it).
-	Ready func()
+	// Addr for the console and API. Default DefaultDevAddr.
+	Addr string
+	Out  io.Writer
+	// Ready, if set, is called with the server's URL once everything runs
+	// (tests synchronise on it).
+	Ready func(url string)
 }
 
-// demoArgs is the demo kind: a delivery to an imaginary counterpart that is
-// slow, sometimes fails, and sometimes leaves the result unknown.
-type demoArgs struct {
-	Order int `json:"order"`
-}
+// DefaultDevAddr is where `keel dev` listens: loopback only.
+const DefaultDevAddr = "127.0.0.1:8080"
 
-func (demoArgs) Kind() string { return "demo.deliver" }
-
-type demoWorker struct{ log *slog.Logger }
-
-func (w *demoWorker) Work(ctx context.Context, job *keel.Job[demoArgs]) error {
-	select {
-	case <-time.After(time.Duration(20+rand.IntN(200)) * time.Millisecond):
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	switch r := rand.IntN(100); {
-	case r < 10:
-		return errors.New("counterpart busy (retryable)")
-	case r < 13:
-		return keel.JobUnknown(errors.New("timed out after sending"))
-	case r < 15:
-		return keel.JobPermanent(errors.New("counterpart rejected the order"))
-	}
-	return keel.RecordResult(ctx, map[string]string{"confirmation": fmt.Sprintf("C-%d-%d", job.Args.Order, job.Fence)})
-}
-
-// Check asks the counterpart whether an unknown delivery arrived.
-func (w *demoWorker) Check(ctx context.Context, job *keel.Job[demoArgs]) (keel.CheckResult, error) {
-	if rand.IntN(2) == 0 {
-		return keel.CheckResult{Decision: keel.CheckCompleted, Result: "confirmed by query"}, nil
-	}
-	return keel.CheckResult{Decision: keel.CheckRetry}, nil
-}
-
-// Dev runs Keel on embedded SQLite with demo work until ctx ends. Running it
-// again resumes the same data.
+// Dev runs Keel on embedded SQLite with the console and demo work until
+// ctx ends. Running it again resumes the same data. On the first run it
+// creates an admin token and prints it once; it is stored hashed.
 func Dev(ctx context.Context, o *DevOpts) error {
 	path := filepath.Join(o.DataDir, "keel.db")
 	fmt.Fprintf(o.Out, "keel dev: embedded SQLite at %s\n", path)
-	return WithDatabase(ctx, "sqlite:"+path, "", DriverFuncs{
-		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error { return devOn(ctx, d, o) },
+	if o.Addr == "" {
+		o.Addr = DefaultDevAddr
+	}
+	so := &ServeOpts{Addr: o.Addr, Demo: true, Migrate: true, ShutdownTimeout: 15 * time.Second,
+		SessionTTL: server.DefaultSessionTTL, SampleInterval: 5 * time.Second, LogLevel: "warn",
+		Queues: map[string]int{"default": 20, "notify": 10}}
+	url := "sqlite:" + path
+	return withServeDatabase(ctx, url, "", func(ctx context.Context, r *serveRun) error {
+		return r.run(ctx, so, o.Out, func(s *server.Server, store *auth.Store) error {
+			if err := devToken(ctx, store, o.Out, url); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "keel dev: console %s/\n", s.URL())
+			fmt.Fprintln(o.Out, "keel dev: running; demo orders and notifications arrive every few seconds. Ctrl-C stops cleanly.")
+			if o.Ready != nil {
+				o.Ready(s.URL())
+			}
+			return nil
+		})
 	})
 }
 
-func devOn[TTx any](ctx context.Context, d keeldriver.Driver[TTx], o *DevOpts) error {
-	if err := migrateOn(ctx, d, &MigrateOpts{Direction: "up", Out: o.Out}); err != nil {
-		return err
+// devToken prints a new admin token on the first run only.
+func devToken(ctx context.Context, store *auth.Store, out io.Writer, url string) error {
+	exists, err := store.HasActiveToken(ctx, auth.RoleAdmin)
+	if err != nil {
+		return fmt.Errorf("looking for an admin token: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(o.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ws := keel.NewWorkers()
-	keel.AddWorker[demoArgs](ws, &demoWorker{log: logger})
-	client, err := keel.NewClient(d, &keel.Config{
-		Workers: ws, Logger: logger,
-		Queues:      map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 20}},
-		RetryPolicy: &keel.JitterRetryPolicy{Base: time.Second, Cap: 10 * time.Second},
-		PeriodicJobs: []*keel.PeriodicJob{{Name: "demo-orders", Schedule: keel.Every(2 * time.Second),
-			Construct: func(tick time.Time) (keel.JobArgs, *keel.InsertOpts) {
-				return demoArgs{Order: int(tick.Unix() % 100000)}, nil
-			}}},
-	})
+	if exists {
+		fmt.Fprintf(out, "keel dev: an admin token already exists (shown only when created). New one: keel tokens create --role admin --name me --database-url %s\n", url)
+		return nil
+	}
+	secret, _, err := store.CreateToken(ctx, "dev-admin", auth.RoleAdmin, "keel dev")
 	if err != nil {
 		return err
 	}
-	if err := client.Start(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintln(o.Out, "keel dev: running; a demo order arrives every 2s. Ctrl-C stops cleanly.")
-	if o.Ready != nil {
-		o.Ready()
-	}
-	go reportDev(ctx, client, o.Out)
-	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	return client.Stop(stopCtx)
-}
-
-// reportDev prints queue depth by state every few seconds.
-func reportDev[TTx any](ctx context.Context, c *keel.Client[TTx], out io.Writer) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		stats, err := c.QueueStats(ctx)
-		if err != nil {
-			continue
-		}
-		for _, s := range stats {
-			fmt.Fprintf(out, "queue %s: %v\n", s.Queue, s.Counts)
-		}
-	}
+	fmt.Fprintf(out, "keel dev: admin token (shown once, stored hashed): %s\n", secret)
+	return nil
 }

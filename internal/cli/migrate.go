@@ -10,6 +10,7 @@ import (
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/keelsqlite"
+	"github.com/keelwork/keel/server/migration"
 )
 
 // MigrateOpts are the flags of `keel migrate`.
@@ -31,7 +32,7 @@ func Migrate(ctx context.Context, url, schema string, o *MigrateOpts) error {
 }
 
 func migrateOn[TTx any](ctx context.Context, d keeldriver.Driver[TTx], o *MigrateOpts) error {
-	m, err := keelmigrate.New(d, nil)
+	m, err := keelmigrate.New(d, &keelmigrate.Config{Lines: migration.Lines(d.Dialect())})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/server/api"
+	"github.com/keelwork/keel/server/auth"
+	"github.com/keelwork/keel/server/migration"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "keel-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "keel")
+	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building keel:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running keel process whose output lines are scanned.
+type proc struct {
+	cmd   *exec.Cmd
+	lines chan string
+	out   strings.Builder
+}
+
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	p := &proc{cmd: cmd, lines: make(chan string, 1000)}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("keel %v did not stop within 20s of SIGTERM", args)
+		}
+		_ = pw.Close()
+	})
+	return p
+}
+
+// await reads output until a line matches re, and returns its submatches.
+func (p *proc) await(t *testing.T, re *regexp.Regexp, within time.Duration) []string {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("process ended before printing %s; output:\n%s", re, p.out.String())
+			}
+			p.out.WriteString(line + "\n")
+			if m := re.FindStringSubmatch(line); m != nil {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("no line matching %s within %s; output:\n%s", re, within, p.out.String())
+		}
+	}
+}
+
+func getJSON(t *testing.T, url, token string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+func post(t *testing.T, url, token string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+}
+
+var (
+	tokenLine   = regexp.MustCompile(`admin token \(shown once, stored hashed\): (keel_\S+)`)
+	consoleLine = regexp.MustCompile(`keel dev: console (http://\S+)/`)
+	existsLine  = regexp.MustCompile(`an admin token already exists`)
+	listenLine  = regexp.MustCompile(`keel serve: listening on (http://\S+) `)
+)
+
+// TestDevShowsMovingWork runs `keel dev` on a fresh data folder and waits
+// (at most 60 s) until the API shows completed demo jobs; a rerun on the
+// same folder resumes and does not print a new token.
+func TestDevShowsMovingWork(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, nil, "dev", "--data", dir, "--addr", "127.0.0.1:0")
+	token := p.await(t, tokenLine, 30*time.Second)[1]
+	url := p.await(t, consoleLine, 30*time.Second)[1]
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var page api.Page[*api.Job]
+		if getJSON(t, url+"/api/v1/jobs?state=completed&limit=5", token, &page) == 200 && len(page.Data) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no completed demo job within 60s")
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval, not synchronization
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v", err)
+	}
+	again := start(t, nil, "dev", "--data", dir, "--addr", "127.0.0.1:0")
+	again.await(t, existsLine, 30*time.Second)
+	url = again.await(t, consoleLine, 30*time.Second)[1]
+	var page api.Page[*api.Job]
+	if st := getJSON(t, url+"/api/v1/jobs?state=completed&limit=1", token, &page); st != 200 || len(page.Data) == 0 {
+		t.Fatalf("rerun lost the data or the token: status %d, %d jobs", st, len(page.Data))
+	}
+}
+
+// TestServesSharePause: two `keel serve` processes on one PostgreSQL;
+// pausing a queue through one's API stops claims on both.
+func TestServesSharePause(t *testing.T) {
+	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: migration.Lines})
+	dbURL := testdb.PostgresSchemaURL(t, schema)
+	ctx := context.Background()
+	db := stdlib.OpenDBFromPool(d.Pool())
+	defer db.Close()
+	token, _, err := auth.NewStore(db, "postgres").CreateToken(ctx, "two", auth.RoleOperator, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"KEEL_DATABASE_URL=" + dbURL, "KEEL_SCHEMA=" + schema, "KEEL_DEMO=true", "KEEL_LOG_LEVEL=warn",
+		"KEEL_QUEUES=default=5,notify=5", "KEEL_ADDR=127.0.0.1:0"}
+	a := start(t, env, "serve")
+	b := start(t, env, "serve")
+	urlA := a.await(t, listenLine, 30*time.Second)[1]
+	urlB := b.await(t, listenLine, 30*time.Second)[1]
+
+	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post(t, urlA+"/api/v1/queues/default/pause", token)
+	paused := time.Now()
+	// Both instances see the pause in the claim statement itself: once the
+	// pause committed, nothing inserted afterwards is claimed by either.
+	var ids []int64
+	for i := range 20 {
+		res, err := client.Insert(ctx, probeArgs{N: i}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.Job.ID)
+	}
+	// Watch for three fetch poll intervals (1s each) plus the 1s bound.
+	for time.Since(paused) < 4*time.Second {
+		assertAll(t, client, ids, keeltype.JobStateAvailable)
+		var q api.Page[*api.Queue]
+		if getJSON(t, urlB+"/api/v1/queues", token, &q) != 200 {
+			t.Fatal("instance B stopped answering")
+		}
+		time.Sleep(50 * time.Millisecond) // sampling interval of the observation
+	}
+	post(t, urlB+"/api/v1/queues/default/resume", token)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows, err := client.JobList(ctx, &keeldriver.JobListParams{Kinds: []string{"probe"}, States: []keeltype.JobState{keeltype.JobStateAvailable}, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d probe jobs still available 20s after resume", len(rows))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type probeArgs struct {
+	N int `json:"n"`
+}
+
+func (probeArgs) Kind() string { return "probe" }
+
+func assertAll[TTx any](t *testing.T, c *keel.Client[TTx], ids []int64, want keeltype.JobState) {
+	t.Helper()
+	for _, id := range ids {
+		j, err := c.JobGet(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != want {
+			t.Fatalf("job %d is %s while its queue is paused (lease owner %q)", id, j.State, j.LeaseOwner)
+		}
+	}
+}

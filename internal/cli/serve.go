@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/keelsqlite"
+	"github.com/keelwork/keel/server"
+	"github.com/keelwork/keel/server/auth"
+)
+
+// Serve runs `keel serve` until ctx ends, then shuts down gracefully: the
+// server stops accepting and reports not ready, the client stops claiming,
+// running jobs get ShutdownTimeout to finish and are then cancelled and
+// handed back, and leases are released.
+func Serve(ctx context.Context, o *ServeOpts, out io.Writer) error {
+	return withServeDatabase(ctx, o.DatabaseURL, o.Schema, func(ctx context.Context, r *serveRun) error {
+		return r.run(ctx, o, out, func(s *server.Server, _ *auth.Store) error {
+			fmt.Fprintf(out, "keel serve: listening on %s (console %s/, API %s/api/v1/)\n", s.URL(), s.URL(), s.URL())
+			return nil
+		})
+	})
+}
+
+// serveRun is what serving needs of a database, whichever driver it is.
+type serveRun struct {
+	run func(ctx context.Context, o *ServeOpts, out io.Writer, announce func(*server.Server, *auth.Store) error) error
+}
+
+func withServeDatabase(ctx context.Context, url, schema string, f func(context.Context, *serveRun) error) error {
+	return WithDatabase(ctx, url, schema, DriverFuncs{
+		Postgres: func(ctx context.Context, d *keelpgx.Driver) error {
+			db := stdlib.OpenDBFromPool(d.Pool())
+			defer db.Close()
+			return f(ctx, &serveRun{run: func(ctx context.Context, o *ServeOpts, out io.Writer, a func(*server.Server, *auth.Store) error) error {
+				return runServer(ctx, d, db, o, out, a)
+			}})
+		},
+		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error {
+			return f(ctx, &serveRun{run: func(ctx context.Context, o *ServeOpts, out io.Writer, a func(*server.Server, *auth.Store) error) error {
+				return runServer(ctx, d, d.DB(), o, out, a)
+			}})
+		},
+	})
+}
+
+func newLogger(out io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: l}))
+}
+
+func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB, o *ServeOpts, out io.Writer,
+	announce func(*server.Server, *auth.Store) error) error {
+	if o.Migrate {
+		if err := migrateOn(ctx, d, &MigrateOpts{Direction: "up", Out: out}); err != nil {
+			return err
+		}
+	}
+	logger := newLogger(out, o.LogLevel)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := &keel.Config{Logger: logger, Registerer: reg}
+	if o.Demo {
+		addDemo(cfg, o.Queues)
+	}
+	client, err := keel.NewClient(d, cfg)
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	store := auth.NewStore(db, d.Dialect())
+	srv, err := server.New(&server.Config{Addr: o.Addr, Engine: client, Auth: store, Gatherer: reg,
+		Throughput: throughputOf(reg), CookieSecure: o.CookieSecure, SessionTTL: o.SessionTTL,
+		SampleInterval: o.SampleInterval, Logger: logger})
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err == nil {
+		err = announce(srv, store)
+		if err == nil {
+			<-ctx.Done()
+		}
+	}
+	return shutdown(ctx, srv, client, o.ShutdownTimeout, err)
+}
+
+// shutdown stops the HTTP server first (not ready, no new requests), then
+// the client: soft stop within timeout, hard stop (hand back) after.
+func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Client[TTx], timeout time.Duration, cause error) error {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if srv != nil {
+		_ = srv.Shutdown(stopCtx)
+	}
+	if err := client.Stop(stopCtx); err != nil && cause == nil {
+		cause = err
+	}
+	return cause
+}
+
+// throughputOf sums this process's completed and failed counters.
+func throughputOf(g prometheus.Gatherer) func() (float64, float64) {
+	return func() (completed, failed float64) {
+		mfs, err := g.Gather()
+		if err != nil {
+			return 0, 0
+		}
+		for _, mf := range mfs {
+			var dst *float64
+			switch mf.GetName() {
+			case "keel_jobs_completed_total":
+				dst = &completed
+			case "keel_jobs_failed_total":
+				dst = &failed
+			default:
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				*dst += m.GetCounter().GetValue()
+			}
+		}
+		return completed, failed
+	}
+}

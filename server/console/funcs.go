@@ -1,0 +1,163 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/server/api"
+)
+
+var funcs = template.FuncMap{
+	"state":    func(v *view, s keeltype.JobState) string { return stateWord(v.Lang, s) },
+	"breaker":  breakerWord,
+	"pauseWhy": func(v *view, r string) string { return pauseReasonWord(v.Lang, r) },
+	"when":     when,
+	"whenp":    func(t *time.Time) string { return whenPtr(t) },
+	"age":      age,
+	"pretty":   pretty,
+	"why":      why,
+	"esc":      url.PathEscape,
+	"chart":    chart,
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+		return m
+	},
+	"count":  func(m map[keeltype.JobState]int64, s keeltype.JobState) int64 { return m[s] },
+	"states": func() []keeltype.JobState { return keeltype.AllJobStates },
+	"live": func() []keeltype.JobState {
+		return []keeltype.JobState{keeltype.JobStateAvailable, keeltype.JobStateRunning, keeltype.JobStateScheduled,
+			keeltype.JobStateRetryable, keeltype.JobStateWaiting, keeltype.JobStateUnknown, keeltype.JobStateManual}
+	},
+}
+
+func breakerWord(v *view, b keeltype.BreakerState) string {
+	w, ok := breakerWords[b]
+	if !ok {
+		return string(b)
+	}
+	if v.Lang == langEN {
+		return w[1]
+	}
+	return w[0]
+}
+
+// beijing is how times are shown: operators read Beijing time.
+var beijing = time.FixedZone("UTC+8", 8*3600)
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.In(beijing).Format("2006-01-02 15:04:05")
+}
+
+func whenPtr(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return when(*t)
+}
+
+func age(seconds float64) string {
+	if seconds <= 0 {
+		return "—"
+	}
+	return (time.Duration(seconds) * time.Second).String()
+}
+
+func pretty(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "—"
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+// why is the reason shown next to a job's state: every skip, failure and
+// wait says why.
+func why(v *view, j *api.Job) string {
+	last := ""
+	if n := len(j.Errors); n > 0 {
+		last = j.Errors[n-1].Message
+	}
+	switch j.State {
+	case keeltype.JobStateWaiting:
+		return word(v.Lang, "wait_reason") + ": " + j.WaitReason
+	case keeltype.JobStateSkipped:
+		return word(v.Lang, "skip_reason") + ": " + resultText(j.Result)
+	case keeltype.JobStateFailed, keeltype.JobStateManual, keeltype.JobStateRetryable, keeltype.JobStateUnknown:
+		if last == "" {
+			last = resultText(j.Result)
+		}
+		return word(v.Lang, "fail_reason") + ": " + last
+	case keeltype.JobStateCancelled:
+		if last != "" {
+			return word(v.Lang, "reason") + ": " + last
+		}
+	}
+	return ""
+}
+
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if len(raw) == 0 {
+		return "—"
+	}
+	return string(raw)
+}
+
+// chart draws a line chart of up to two series as inline SVG.
+func chart(v *view, samples []sample, which string) template.HTML {
+	if len(samples) < 2 {
+		return template.HTML(`<p class="muted">` + template.HTMLEscapeString(word(v.Lang, "no_samples")) + `</p>`)
+	}
+	const w, h, pad = 600.0, 160.0, 24.0
+	var a, b []float64
+	for _, s := range samples {
+		switch which {
+		case "throughput":
+			a, b = append(a, s.Completed), append(b, s.Failed)
+		default:
+			a = append(a, float64(s.Backlog))
+		}
+	}
+	top := 1.0
+	for _, x := range append(append([]float64{}, a...), b...) {
+		top = max(top, x)
+	}
+	line := func(xs []float64, class string) string {
+		if len(xs) == 0 {
+			return ""
+		}
+		var pts []string
+		for i, x := range xs {
+			px := pad + (w-2*pad)*float64(i)/float64(len(xs)-1)
+			py := h - pad - (h-2*pad)*x/top
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
+		}
+		return fmt.Sprintf(`<polyline class="%s" fill="none" stroke-width="2" points="%s"/>`, class, strings.Join(pts, " "))
+	}
+	first, last := samples[0].At.In(beijing).Format("15:04:05"), samples[len(samples)-1].At.In(beijing).Format("15:04:05")
+	svg := fmt.Sprintf(`<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`+
+		`<line class="axis" x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f"/>`+
+		`<text x="%.0f" y="14" class="tick">%.0f</text><text x="%.0f" y="%.0f" class="tick">%s</text>`+
+		`<text x="%.0f" y="%.0f" class="tick" text-anchor="end">%s</text>%s%s</svg>`,
+		w, h, template.HTMLEscapeString(which), pad, h-pad, w-pad, h-pad, pad, top, pad, h-6, first, w-pad, h-6, last,
+		line(a, "s1"), line(b, "s2"))
+	return template.HTML(svg)
+}

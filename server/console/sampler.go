@@ -1,0 +1,117 @@
+package console
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/server/api"
+)
+
+// maxSamples keeps the last hour at the default 10 s interval.
+const maxSamples = 360
+
+// sample is one point of the overview charts.
+type sample struct {
+	At        time.Time
+	Completed float64 // completed in this interval (this instance)
+	Failed    float64 // failed attempts in this interval (this instance)
+	Backlog   int64   // live jobs, all queues (database-wide)
+	OldestAge float64 // oldest available age in seconds, any queue
+}
+
+// sampler records samples in memory; they are a picture, not a record, and
+// start afresh when the process does.
+type sampler struct {
+	engine     api.Engine
+	every      time.Duration
+	throughput func() (float64, float64)
+
+	mu       sync.Mutex
+	samples  []sample
+	lastC    float64
+	lastF    float64
+	primed   bool
+	cancel   context.CancelFunc
+	finished chan struct{}
+}
+
+func newSampler(e api.Engine, every time.Duration, tp func() (float64, float64)) *sampler {
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	return &sampler{engine: e, every: every, throughput: tp}
+}
+
+func (s *sampler) start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.finished = make(chan struct{})
+	go s.run(ctx)
+}
+
+func (s *sampler) stop() {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.finished
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (s *sampler) run(ctx context.Context) {
+	defer close(s.finished)
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		s.take(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *sampler) take(ctx context.Context) {
+	stats, err := s.engine.QueueStats(ctx)
+	if err != nil {
+		return
+	}
+	p := sample{At: time.Now()}
+	for _, q := range stats {
+		for st, n := range q.Counts {
+			if !st.Final() && st != keeltype.JobStateScheduled {
+				p.Backlog += n
+			}
+		}
+		if q.OldestAvailable != nil {
+			p.OldestAge = max(p.OldestAge, time.Since(*q.OldestAvailable).Seconds())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.throughput != nil {
+		c, f := s.throughput()
+		if s.primed {
+			p.Completed, p.Failed = max(0, c-s.lastC), max(0, f-s.lastF)
+		}
+		s.lastC, s.lastF, s.primed = c, f, true
+	}
+	s.samples = append(s.samples, p)
+	if len(s.samples) > maxSamples {
+		s.samples = s.samples[len(s.samples)-maxSamples:]
+	}
+}
+
+func (s *sampler) snapshot() []sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sample(nil), s.samples...)
+}

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS keel_session;
+DROP TABLE IF EXISTS keel_api_token;
