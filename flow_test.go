@@ -122,7 +122,7 @@ func testOverlap[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		key := fmt.Sprintf("round-%02d", round)
 		before := perRound[0].Load() + perRound[1].Load()
 		insertKey(t, admin, key, 10) // the insert notification wakes both claimers at once
-		waitFor(t, 10*time.Second, "the round's tokens to be used", func() bool {
+		waitFor(t, 30*time.Second, "the round's tokens to be used", func() bool {
 			return perRound[0].Load()+perRound[1].Load()-before >= 3
 		})
 		s, err := admin.FlowKeyStats(ctx, []string{key})
@@ -179,7 +179,7 @@ func testBreaker[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	bad := func() int { mu.Lock(); defer mu.Unlock(); return len(badAttempts) }
 	insertKeyOpts(t, c, "bad", 40, &keel.InsertOpts{FlowKey: "bad", MaxAttempts: 1})
 	var firstOpen time.Time
-	waitFor(t, 10*time.Second, "the breaker to open", func() bool {
+	waitFor(t, 30*time.Second, "the breaker to open", func() bool {
 		k, err := c.FlowKeyGet(ctx, "bad")
 		if err == nil && k.BreakerState == keeltype.BreakerOpen {
 			firstOpen = *k.BreakerOpenedAt
@@ -199,9 +199,9 @@ func testBreaker[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	before := healthy.Load()
 	insertKey(t, c, "good-1", 20)
 	insertKey(t, c, "good-2", 20)
-	waitFor(t, 10*time.Second, "healthy keys to run", func() bool { return healthy.Load()-before == 40 })
+	waitFor(t, 30*time.Second, "healthy keys to run", func() bool { return healthy.Load()-before == 40 })
 	var reopened time.Time
-	waitFor(t, 10*time.Second, "the probes to run, fail and reopen the breaker", func() bool {
+	waitFor(t, 30*time.Second, "the probes to run, fail and reopen the breaker", func() bool {
 		k, err := c.FlowKeyGet(ctx, "bad")
 		if err == nil && k.BreakerState == keeltype.BreakerOpen && k.BreakerOpenedAt.After(firstOpen) {
 			reopened = *k.BreakerOpenedAt
@@ -225,7 +225,7 @@ func testBreaker[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	}
 	_ = reopened
 	failing.Store(false)
-	waitFor(t, 10*time.Second, "a probe to succeed and close the breaker", func() bool {
+	waitFor(t, 30*time.Second, "a probe to succeed and close the breaker", func() bool {
 		k, err := c.FlowKeyGet(ctx, "bad")
 		return err == nil && k.BreakerState == keeltype.BreakerClosed
 	})
@@ -281,7 +281,7 @@ func testAutoPause[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		}
 		ids = append(ids, res.Job.ID)
 	}
-	waitFor(t, 10*time.Second, "the key to be auto-paused", func() bool {
+	waitFor(t, 30*time.Second, "the key to be auto-paused", func() bool {
 		k, err := c.FlowKeyGet(ctx, "app:7")
 		return err == nil && k.PausedAt != nil
 	})
