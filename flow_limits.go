@@ -119,3 +119,10 @@ func (c *limitCache) invalidate() {
 func flowExec(ex keeldriver.Executor) keeldriver.FlowExecutor {
 	return ex.(keeldriver.FlowExecutor)
 }
+
+// limited reports whether any flow limit is configured (a stale answer for
+// up to limitCacheTTL only delays which fetch loop serves a wake-up).
+func (c *Client[TTx]) limited(ctx context.Context) bool {
+	set, err := c.limits.get(ctx)
+	return err != nil || len(set.exact) > 0 || len(set.prefixes) > 0
+}

@@ -9,12 +9,15 @@ import (
 	"github.com/keelwork/keel/keeltype"
 )
 
-// fetchLoops is how many claims of one queue may be in flight at once. It is
-// one: two overlapping loops drained no faster on a 2-core PostgreSQL (they
-// skip each other's locked rows), and limited keys must be claimed within
-// the worker slots that are free, which two loops could both count as
-// theirs. The reservation below keeps the accounting right for more.
-const fetchLoops = 1
+// fetchLoops is how many claims of one queue may be in flight at once. The
+// second loop only serves wake-ups while no flow limit is configured: a job
+// inserted while the first loop's claim is in flight then starts without
+// waiting for that claim to finish (enqueue→start latency), while limited
+// keys, which must be claimed within the free worker slots, are only ever
+// claimed by the first loop. Two loops draining a backlog together were no
+// faster on a 2-core PostgreSQL (they skip each other's locked rows), so the
+// second does not join backlog fetches.
+const fetchLoops = 2
 
 // producer fetches jobs of one queue and runs each in its own goroutine, up
 // to max at once, plus up to 2×max fetched ahead while a backlog exists. It
@@ -54,6 +57,8 @@ type clientCore interface {
 	runJobs(p *producer, exe *execution)
 	handBack(exe *execution)
 	claim(ctx context.Context, queue, cursor string, free, max int) (*claimResult, error)
+	// limited reports whether any flow limit is configured.
+	limited(ctx context.Context) bool
 	metricsOf() *Metrics
 }
 
@@ -78,26 +83,28 @@ func (p *producer) stopFetching() { p.stopOnce.Do(func() { close(p.stopCh) }) }
 
 func (p *producer) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for range fetchLoops {
+	for i := range fetchLoops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.loop(ctx)
+			p.loop(ctx, i == 0)
 		}()
 	}
 	wg.Wait()
 	p.drainAhead()
 }
 
-func (p *producer) loop(ctx context.Context) {
+// loop fetches until stopped. Only the primary loop fetches a backlog or
+// while flow limits exist (see fetchLoops).
+func (p *producer) loop(ctx context.Context, primary bool) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
-		want, ok := p.waitForTurn(ctx, poll)
+		want, ok := p.waitForTurn(ctx, poll, primary)
 		if !ok {
 			return
 		}
-		res := p.fetch(ctx, want)
+		res := p.fetch(ctx, want, primary)
 		if !p.settle(want, res) {
 			resetTimer(poll, nextPoll(p.client.cfg().FetchPollInterval, res.nextIn))
 		}
@@ -129,27 +136,40 @@ func (p *producer) reserve(need int) (int, bool) {
 // waitForTurn blocks until a fetch is due and reserves its room. With a
 // backlog, room for a quarter of the pool is reason to fetch (claims stay
 // batched, the buffer keeps slots busy meanwhile); without one, only a
-// notification or the poll timer is.
-func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer) (int, bool) {
+// notification or the poll timer is. The secondary loop listens only to
+// notifications, and to nothing while flow limits exist.
+func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bool) (int, bool) {
 	threshold := max(1, p.max/4)
+	slots, wakes := p.slotCh, p.wakeCh
+	if !primary {
+		slots = nil
+	}
 	for {
 		p.mu.Lock()
 		backlog := p.backlog
 		p.mu.Unlock()
-		if backlog {
+		if backlog && primary {
 			if want, ok := p.reserve(threshold); ok {
 				return want, !p.stopped()
 			}
+		}
+		if !primary && p.client.limited(ctx) {
+			wakes = nil
+		} else {
+			wakes = p.wakeCh
 		}
 		select {
 		case <-ctx.Done():
 			return 0, false
 		case <-p.stopCh:
 			return 0, false
-		case <-p.wakeCh:
+		case <-wakes:
 		case <-poll.C:
 			poll.Reset(p.client.cfg().FetchPollInterval)
-		case <-p.slotCh:
+			if wakes == nil {
+				continue
+			}
+		case <-slots:
 			continue
 		}
 		if want, ok := p.reserve(1); ok {
@@ -227,14 +247,20 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (p *producer) fetch(ctx context.Context, want int) *claimResult {
+// fetch claims up to want rows. Limited keys get only free slots, and only
+// from the primary loop, so two loops never both count the same free slot
+// for them.
+func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResult {
 	m := p.client.metricsOf()
 	p.mu.Lock()
 	cursor := p.cursor
 	p.mu.Unlock()
 	start := time.Now()
-	free := max(0, p.max-int(p.running.Load()))
-	res, err := p.client.claim(ctx, p.queue, cursor, min(free, want), want)
+	free := 0
+	if primary {
+		free = min(max(0, p.max-int(p.running.Load())), want)
+	}
+	res, err := p.client.claim(ctx, p.queue, cursor, free, want)
 	m.ClaimLatency.WithLabelValues(p.queue).Observe(time.Since(start).Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
