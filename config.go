@@ -31,6 +31,7 @@ const (
 	DefaultPruneInterval     = time.Minute
 	DefaultStopHandBack      = 10 * time.Second
 	DefaultPriorityAgeing    = 5 * time.Minute
+	DefaultBatchPreviewTTL   = 10 * time.Minute
 )
 
 // QueueConfig configures one queue a client works.
@@ -101,6 +102,12 @@ type Config struct {
 	// StopHandBack bounds how long a hard stop waits for cancelled jobs to
 	// return before giving up (their leases then expire). Default 10s.
 	StopHandBack time.Duration
+	// BatchSigningKey signs batch preview tokens (HMAC-SHA256). Every
+	// instance that creates batches from previews made by another must hold
+	// the same key. Batch previews are refused while it is empty.
+	BatchSigningKey []byte
+	// BatchPreviewTTL is how long a preview token stays valid. Default 10m.
+	BatchPreviewTTL time.Duration
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the client's Prometheus metrics; nil registers
@@ -140,6 +147,7 @@ func (c *Config) withDefaults() *Config {
 	setDefault(&out.PruneInterval, DefaultPruneInterval)
 	setDefault(&out.StopHandBack, DefaultStopHandBack)
 	setDefault(&out.PriorityAgeing, DefaultPriorityAgeing)
+	setDefault(&out.BatchPreviewTTL, DefaultBatchPreviewTTL)
 	if out.RetryPolicy == nil {
 		out.RetryPolicy = &JitterRetryPolicy{Base: time.Second, Cap: time.Hour}
 	}

@@ -116,6 +116,12 @@ func (c *Client[TTx]) attempt(ctx context.Context, exe *execution) *keeldriver.J
 	holder := &resultHolder{}
 	ctx = context.WithValue(ctx, resultKey{}, holder)
 
+	if row.BatchID != 0 {
+		// The batch may have been paused or terminated since the claim.
+		if params := c.batchPrecheck(ctx, row); params != nil {
+			return params
+		}
+	}
 	if row.NeedsCheck && unit.hasChecker() {
 		if params, done := c.runCheck(ctx, unit, row); done {
 			return params

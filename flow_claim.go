@@ -44,6 +44,9 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 	if err != nil {
 		return nil, err
 	}
+	if limits, err = c.batchLimitsFresh(ctx, keys, queue, limits); err != nil {
+		return nil, err
+	}
 	res := &claimResult{keys: keys, truncated: len(keys) >= max, cursor: keys[len(keys)-1]}
 	shares := shareOut(keys, max, func(k string) int { return weightOf(limits.match(k, queue)) })
 	var open, gated []string

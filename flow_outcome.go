@@ -113,6 +113,9 @@ func (c *Client[TTx]) recordOutcomes(ctx context.Context, ex keeldriver.Executor
 		if _, err := ex.AuditInsert(ctx, auditRow(WithActor(ctx, "system:autopause"), a)); err != nil {
 			return nil, fmt.Errorf("auditing auto-pause: %w", err)
 		}
+		if err := c.batchKeyPaused(ctx, ex, p); err != nil {
+			return nil, fmt.Errorf("recording batch key auto-pause: %w", err)
+		}
 	}
 	return pauses, nil
 }

@@ -30,6 +30,8 @@ func (m *maintenance[TTx]) run(ctx context.Context) {
 		{5 * time.Second, m.sampleStats},
 		{5 * time.Second, m.sampleFlow},
 		{m.ageingTick(), m.agePriorities},
+		{cfg.PromoteInterval, m.batches},
+		{time.Minute, m.reconcileBatches},
 	}
 	for _, l := range loops {
 		go func() { every(ctx, l.every, l.f); done <- struct{}{} }()
@@ -204,11 +206,8 @@ func (m *maintenance[TTx]) schedulePeriodic(ctx context.Context) {
 		now := time.Now()
 		next := now.Add(time.Hour)
 		for i, p := range jobs {
-			for _, tick := range p.dueTicks(inserted[i], now, 10*m.c.config.LeaderTTL) {
-				if !m.insertTick(ctx, p, tick) {
-					break // retry from this tick next pass; never skip past it
-				}
-				inserted[i] = tick
+			if last, ok := m.insertTicks(ctx, p, p.dueTicks(inserted[i], now, 10*m.c.config.LeaderTTL)); ok {
+				inserted[i] = last
 			}
 			next = minTime(next, p.Schedule.Next(now))
 		}
@@ -222,10 +221,33 @@ func (m *maintenance[TTx]) schedulePeriodic(ctx context.Context) {
 	}
 }
 
-func (m *maintenance[TTx]) insertTick(ctx context.Context, p *PeriodicJob, tick time.Time) bool {
+// insertTicks inserts due ticks oldest first in batches: one statement per
+// batch keeps a loaded leader from falling behind a fast schedule. It
+// returns the last tick committed; a failed batch is retried next pass from
+// there, so no tick is ever skipped.
+func (m *maintenance[TTx]) insertTicks(ctx context.Context, p *PeriodicJob, ticks []time.Time) (time.Time, bool) {
+	var last time.Time
+	for len(ticks) > 0 {
+		n := min(len(ticks), 100)
+		params := make([]InsertParams, 0, n)
+		for _, tick := range ticks[:n] {
+			if ip, ok := tickParams(p, tick); ok {
+				params = append(params, ip)
+			}
+		}
+		if _, err := m.c.InsertMany(ctx, params); err != nil {
+			m.warn(ctx, "inserting periodic job "+p.Name, err)
+			return last, !last.IsZero()
+		}
+		last, ticks = ticks[n-1], ticks[n:]
+	}
+	return last, !last.IsZero()
+}
+
+func tickParams(p *PeriodicJob, tick time.Time) (InsertParams, bool) {
 	args, opts := p.Construct(tick)
 	if args == nil {
-		return true
+		return InsertParams{}, false
 	}
 	o := InsertOpts{}
 	if opts != nil {
@@ -235,11 +257,7 @@ func (m *maintenance[TTx]) insertTick(ctx context.Context, p *PeriodicJob, tick 
 	if o.RunAt.IsZero() {
 		o.RunAt = tick
 	}
-	if _, err := m.c.Insert(ctx, args, &o); err != nil {
-		m.warn(ctx, "inserting periodic job "+p.Name, err)
-		return false
-	}
-	return true
+	return InsertParams{Args: args, Opts: &o}, true
 }
 
 func minTime(a, b time.Time) time.Time {

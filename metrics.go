@@ -29,6 +29,7 @@ type Metrics struct {
 	FlowFailures        *prometheus.GaugeVec   // key: consecutive real failures
 	FlowOldestAvailable *prometheus.GaugeVec   // key: seconds
 	AutoPaused          *prometheus.CounterVec // key
+	BatchDrift          prometheus.Counter     // reconciliations that found drift
 }
 
 func newMetrics() *Metrics {
@@ -76,6 +77,8 @@ func newMetrics() *Metrics {
 			Help: "Age of the oldest available job per flow key."}, []string{"key"}),
 		AutoPaused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "flow_autopaused_total",
 			Help: "Flow keys paused automatically by consecutive failures."}, []string{"key"}),
+		BatchDrift: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "batch_counter_drift_total",
+			Help: "Batch reconciliations whose recount disagreed with the counters (should stay 0)."}),
 	}
 }
 
@@ -83,7 +86,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Claimed, m.Completed, m.Failed, m.Retried, m.Outcomes, m.StaleFence,
 		m.LeaseExpired, m.LeaseLost, m.ClaimLatency, m.StartLatency, m.QueueDepth, m.OldestAvailable, m.Leader,
 		m.Throttled, m.TokenWait, m.FlowRunning, m.FlowBreaker, m.FlowPaused, m.FlowFailures, m.FlowOldestAvailable,
-		m.AutoPaused}
+		m.AutoPaused, m.BatchDrift}
 }
 
 func (m *Metrics) register(reg prometheus.Registerer) error {

@@ -15,6 +15,9 @@ var jsonMarshal = json.Marshal
 // failParams maps a non-nil outcome error to the job's next state.
 func (c *Client[TTx]) failParams(row *keeltype.JobRow, err error, _ *time.Time) *keeldriver.JobFinishParams {
 	p := &keeldriver.JobFinishParams{ID: row.ID, Fence: row.Fence}
+	if batchOutcomeParams(p, row, err) {
+		return p
+	}
 	now := time.Now().UTC()
 	var (
 		snooze *snoozeOutcome

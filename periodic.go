@@ -74,9 +74,11 @@ func (p *PeriodicJob) catchUpWindow(now time.Time) time.Duration {
 	return p.Schedule.Next(next).Sub(next)
 }
 
-// maxCatchUpTicks bounds the inserts of one pass, so a tiny interval and a
-// long outage cannot flood the queue.
-const maxCatchUpTicks = 100
+// maxCatchUpTicks bounds the ticks of one catch-up window, so a tiny
+// interval with a long CatchUp cannot flood the queue after an outage. It
+// only ever drops ticks older than the window allows: a leader that merely
+// runs late inserts every tick since its last one.
+const maxCatchUpTicks = 10000
 
 // dueTicks returns the ticks after since (or, when since is zero, within the
 // catch-up window, at least minWindow) up to now, oldest first. A late

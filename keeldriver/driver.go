@@ -61,6 +61,7 @@ type Driver[TTx any] interface {
 // one short transaction; none holds locks across calls.
 type Executor interface {
 	FlowExecutor
+	BatchExecutor
 
 	Begin(ctx context.Context) (ExecutorTx, error)
 	// Exec runs raw SQL (migrations, module SQL loaded from embedded files).

@@ -71,7 +71,9 @@ ORDER BY n;
 -- DISTINCT FROM, or an OR of both) is not an index condition. Repeated keys
 -- are merged (their counts add up). Gated keys (paused, breaker open) and a
 -- paused queue are excluded here, so the check holds at claim time on every
--- instance. The UPDATE is JobClaim's.
+-- instance. Items of a batch that is not running (queued, paused; or
+-- terminated, for items never claimed) are excluded row by row. The UPDATE
+-- is JobClaim's.
 -- $1 keys, $2 counts, $3 queue, $4 owner, $5 lease (µs), $6 now.
 WITH k AS (
     SELECT u.key, sum(u.n)::int AS n
@@ -80,6 +82,14 @@ WITH k AS (
       AND NOT EXISTS (SELECT 1 FROM keel_queue q WHERE q.name = $3::text AND q.paused_at IS NOT NULL)
       AND NOT EXISTS (SELECT 1 FROM keel_flow_key f
                       WHERE f.key = u.key AND (f.paused_at IS NOT NULL OR f.breaker_state = 'open'))
+      -- Batch items carry per-batch keys "batch:<id>:<key>" (the prefix is
+      -- reserved): a key of a queued or paused batch is left alone without
+      -- walking its backlog. The per-row check below is the rule itself.
+      AND CASE WHEN u.key ~ '^batch:[0-9]{1,18}:' THEN NOT EXISTS (
+              SELECT 1 FROM keel_batch b
+              WHERE b.id = substring(u.key FROM '^batch:([0-9]+):')::bigint
+                AND b.state IN ('queued', 'paused'))
+          ELSE true END
     GROUP BY u.key
 ),
 picked AS (
@@ -88,6 +98,8 @@ picked AS (
         SELECT id
         FROM keel_job
         WHERE state = 'available' AND queue = $3::text AND flow_key = k.key
+          AND (batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM keel_batch b WHERE b.id = keel_job.batch_id
+               AND (b.state IN ('queued', 'paused') OR (b.state = 'terminated' AND keel_job.fence = 0))))
         ORDER BY priority, id
         LIMIT k.n
         FOR UPDATE SKIP LOCKED
@@ -99,6 +111,8 @@ picked AS (
         SELECT id
         FROM keel_job
         WHERE state = 'available' AND queue = $3::text AND flow_key IS NULL
+          AND (batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM keel_batch b WHERE b.id = keel_job.batch_id
+               AND (b.state IN ('queued', 'paused') OR (b.state = 'terminated' AND keel_job.fence = 0))))
         -- flow_key leads the order (all NULL here) so the index order serves
         -- it: the planner treats "IS NULL" as no equality, and ORDER BY
         -- priority, id alone would sort every job without a key.

@@ -60,6 +60,8 @@ WITH picked AS (
     WHERE state = 'available'
       AND queue = $1
       AND NOT EXISTS (SELECT 1 FROM keel_queue q WHERE q.name = $1 AND q.paused_at IS NOT NULL)
+      AND (batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM keel_batch b WHERE b.id = keel_job.batch_id
+           AND (b.state IN ('queued', 'paused') OR (b.state = 'terminated' AND keel_job.fence = 0))))
     ORDER BY priority, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED

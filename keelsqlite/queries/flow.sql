@@ -65,7 +65,9 @@ LIMIT :limit;
 -- n.) Each step is at most two index probes and one rowid lookup.
 -- flow_key IS nullif(key, '') is an index equality that also matches NULL
 -- for ''. Gated keys (paused, breaker
--- open) and a paused queue are excluded here, inside the write transaction.
+-- open) and a paused queue are excluded here, inside the write transaction;
+-- so are items of a batch that is not running (queued, paused; terminated
+-- for items never claimed).
 -- One writer at a time makes the select-then-update atomic (no SKIP LOCKED
 -- needed), and the UPDATE is JobClaim's.
 WITH RECURSIVE
@@ -76,6 +78,15 @@ k (key, n) AS (
       AND NOT EXISTS (SELECT 1 FROM keel_flow_key f
                       WHERE f.key = w.value ->> 'key'
                         AND (f.paused_at IS NOT NULL OR f.breaker_state = 'open'))
+      -- Batch items carry per-batch keys 'batch:<id>:<key>' (the prefix is
+      -- reserved): a key of a queued or paused batch is left alone without
+      -- walking its backlog. The per-row check in the UPDATE is the rule.
+      AND CASE WHEN substr(w.value ->> 'key', 1, 6) = 'batch:' THEN NOT EXISTS (
+              SELECT 1 FROM keel_batch AS b
+              WHERE b.id = CAST(substr(w.value ->> 'key', 7,
+                                       instr(substr(w.value ->> 'key', 7), ':') - 1) AS INTEGER)
+                AND b.state IN ('queued', 'paused'))
+          ELSE 1 END
 ),
 walk (key, left, id, priority) AS (
     SELECT k.key, k.n, j.id, j.priority
@@ -109,6 +120,8 @@ SET state = 'running',
     lease_expires_at = :lease_expires_at,
     attempted_at = :now
 WHERE id IN (SELECT id FROM walk)
+  AND (batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM keel_batch AS b WHERE b.id = keel_job.batch_id
+       AND (b.state IN ('queued', 'paused') OR (b.state = 'terminated' AND keel_job.fence = 0))))
 RETURNING id, kind, queue, args, metadata, state, priority, run_at, attempt, max_attempts, fence,
     lease_owner, lease_expires_at, idempotency_key, flow_key, batch_id, subject, wait_reason,
     wait_deadline, needs_check, cancel_requested, result, errors, created_at, attempted_at, finalized_at;

@@ -36,6 +36,8 @@ WHERE id IN (
     SELECT id FROM keel_job
     WHERE state = 'available' AND queue = :queue
       AND NOT EXISTS (SELECT 1 FROM keel_queue q WHERE q.name = :queue AND q.paused_at IS NOT NULL)
+      AND (batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM keel_batch AS b WHERE b.id = keel_job.batch_id
+           AND (b.state IN ('queued', 'paused') OR (b.state = 'terminated' AND keel_job.fence = 0))))
     ORDER BY priority, id
     LIMIT :max
 )
