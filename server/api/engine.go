@@ -33,6 +33,15 @@ type Engine interface {
 	FlowKeyResume(ctx context.Context, key, reason string) (*keeltype.FlowKeyRow, error)
 	FlowKeyCloseBreaker(ctx context.Context, key, reason string) (*keeltype.FlowKeyRow, error)
 
+	BatchList(ctx context.Context, params *keeldriver.BatchListParams) ([]*keeltype.BatchRow, error)
+	BatchGet(ctx context.Context, id int64) (*keeltype.BatchRow, error)
+	BatchItems(ctx context.Context, params *keeldriver.BatchItemsParams) ([]*keeltype.JobRow, error)
+	BatchKeys(ctx context.Context, id int64, after string, limit int) ([]*keeltype.FlowKeyRow, error)
+	BatchPause(ctx context.Context, id int64, reason string) (*keeltype.BatchRow, error)
+	BatchResume(ctx context.Context, id int64, reason string) (*keeltype.BatchRow, error)
+	BatchTerminate(ctx context.Context, id int64, reason string) (*keeltype.BatchRow, error)
+	BatchKeyResume(ctx context.Context, id int64, key, reason string) (*keeltype.FlowKeyRow, error)
+
 	AuditList(ctx context.Context, params *keeldriver.AuditListParams) ([]*keeltype.AuditRow, error)
 	AuditRecord(ctx context.Context, a keel.Audit) error
 }

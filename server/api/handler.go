@@ -78,6 +78,16 @@ func (h *Handler) routes() []route {
 		{"POST", "/flow/keys/{key}/pause", auth.RoleOperator, h.keyPause},
 		{"POST", "/flow/keys/{key}/resume", auth.RoleOperator, h.keyResume},
 		{"POST", "/flow/keys/{key}/close-breaker", auth.RoleOperator, h.keyCloseBreaker},
+		// Batches (bulk tasks): read and control only. There is no create
+		// route: creation needs a module's keel.BatchSource (preview token →
+		// keel.BatchCreate), and no module is wired into the server yet.
+		{"GET", "/batches", auth.RoleViewer, h.batchList},
+		{"GET", "/batches/{id}", auth.RoleViewer, h.batchGet},
+		{"GET", "/batches/{id}/items", auth.RoleViewer, h.batchItems},
+		{"POST", "/batches/{id}/pause", auth.RoleOperator, h.batchPause},
+		{"POST", "/batches/{id}/resume", auth.RoleOperator, h.batchResume},
+		{"POST", "/batches/{id}/terminate", auth.RoleOperator, h.batchTerminate},
+		{"POST", "/batches/{id}/keys/{key}/resume", auth.RoleOperator, h.batchKeyResume},
 		{"GET", "/audit", auth.RoleViewer, h.auditList},
 		{"GET", "/tokens", auth.RoleAdmin, h.tokenList},
 		{"POST", "/tokens", auth.RoleAdmin, h.tokenCreate},

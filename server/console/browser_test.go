@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/servertest"
 )
@@ -73,6 +74,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if _, err := e.Engine.JobCancel(ctx, ids[0], "browser test"); err != nil {
 		t.Fatal(err)
 	}
+	batchID, err := e.CreateBatch(ctx, "token:browser", "browser test incident", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batchPath := "/batches/" + strconv.FormatInt(batchID, 10)
 	base := e.Start(t)
 	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -140,6 +146,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"queues", "/queues", "队列"},
 		{"keys", "/keys", "流控键"},
 		{"audit", "/audit", "job.cancel"},
+		{"batches", "/batches", "执行中"},
+		{"batch", batchPath, "排队中"},
 	}
 	for _, p := range pages {
 		do("open "+p.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible(chromedp.CSS("main")), shot(p.name))
@@ -170,6 +178,52 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#confirm-ok")),
 		chromedp.WaitVisible(chromedp.CSS(row+" button.pause")))
 	assertPaused(t, e, false)
+
+	if nav := text("nav", "header nav"); !strings.Contains(nav, "批量任务") {
+		t.Errorf("nav lacks 批量任务: %s", nav)
+	}
+	do("batch list", chromedp.Navigate(base+"/batches"), chromedp.WaitVisible(chromedp.CSS("#batches progress")))
+	if got := text("batch list", "#batches"); !strings.Contains(got, "0/5") {
+		t.Errorf("batch list lacks progress 0/5:\n%s", got)
+	}
+	do("pause batch", chromedp.Navigate(base+batchPath),
+		chromedp.WaitVisible(chromedp.CSS("#batch-items")),
+		chromedp.Click(chromedp.CSS("#batch-actions button.pause")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-ok")),
+		chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "browser test batch pause"),
+		chromedp.Click(chromedp.CSS("#confirm-ok")),
+		chromedp.WaitVisible(chromedp.CSS("#batch-actions button.resume")),
+		shot("batch-paused"))
+	if got := text("paused batch", "#bstate"); !strings.Contains(got, "已暂停") {
+		t.Errorf("batch state after pause: %q", got)
+	}
+	if got := text("pause reason", "#pause-why"); !strings.Contains(got, "browser test batch pause") {
+		t.Errorf("pause reason: %q", got)
+	}
+	do("resume batch",
+		chromedp.Click(chromedp.CSS("#batch-actions button.resume")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-ok")),
+		chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "browser test batch resume"),
+		chromedp.Click(chromedp.CSS("#confirm-ok")),
+		chromedp.WaitVisible(chromedp.CSS("#batch-actions button.pause")))
+	b, err := e.Engine.BatchGet(ctx, batchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.State != "running" && b.State != "queued" {
+		t.Errorf("batch state after resume: %s", b.State)
+	}
+	audit, err := e.Engine.AuditList(ctx, &keeldriver.AuditListParams{Target: "batch:" + strconv.FormatInt(batchID, 10), Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]string{}
+	for _, a := range audit {
+		actions[a.Action] = a.Reason
+	}
+	if actions["batch.pause"] != "browser test batch pause" || actions["batch.resume"] != "browser test batch resume" {
+		t.Errorf("batch audit: %v", actions)
+	}
 
 	do("English", chromedp.Navigate(base+"/jobs?lang=en"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
 	if en := text("English", "#jobs"); !strings.Contains(en, "queued") || !strings.Contains(en, "cancelled") {

@@ -73,6 +73,10 @@ var pageRoutes = []page{
 	{"POST /keys/{key}/{action}", auth.RoleOperator, (*Console).keyAction},
 	{"POST /limits", auth.RoleAdmin, (*Console).limitSet},
 	{"POST /limits/delete", auth.RoleAdmin, (*Console).limitDelete},
+	{"GET /batches", auth.RoleViewer, (*Console).batches},
+	{"GET /batches/{id}", auth.RoleViewer, (*Console).batch},
+	{"POST /batches/{id}/{action}", auth.RoleOperator, (*Console).batchAction},
+	{"POST /batches/{id}/keys/{key}/resume", auth.RoleOperator, (*Console).batchKeyResume},
 	{"GET /audit", auth.RoleViewer, (*Console).audit},
 }
 

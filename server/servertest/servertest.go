@@ -31,6 +31,9 @@ type Env struct {
 	Tokens map[auth.Role]string
 	// Insert inserts jobs through the engine.
 	Insert func(ctx context.Context, args keel.JobArgs, opts *keel.InsertOpts) (int64, error)
+	// CreateBatch creates a batch of n items (subjects "s001"…, keys
+	// app:1..3) over a test table through preview → create, as actor.
+	CreateBatch func(ctx context.Context, actor, reason string, n int) (int64, error)
 }
 
 var lines = &testdb.Options{Lines: migration.Lines}
@@ -71,7 +74,8 @@ func (Args) Kind() string { return "test.noop" }
 
 func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql.DB) *Env {
 	t.Helper()
-	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler)})
+	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler),
+		BatchSigningKey: []byte("servertest batch signing key")})
 	if err != nil {
 		t.Fatalf("servertest: client: %v", err)
 	}
@@ -89,6 +93,10 @@ func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql
 			}
 			return res.Job.ID, nil
 		}}
+	items := &itemTable{db: db}
+	e.CreateBatch = func(ctx context.Context, actor, reason string, n int) (int64, error) {
+		return items.createBatch(ctx, clientOf[TTx]{client}, actor, reason, n)
+	}
 	for _, r := range []auth.Role{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
 		secret, _, err := store.CreateToken(context.Background(), "t-"+r.String(), r, "servertest")
 		if err != nil {

@@ -12,11 +12,31 @@
     ev.preventDefault();
     pending = form;
     document.getElementById("confirm-text").textContent = form.dataset.confirm;
-    document.getElementById("confirm-reason").value = "";
+    var input = document.getElementById("confirm-reason");
+    var hint = document.getElementById("confirm-hint");
+    var min = parseInt(form.dataset.minReason || "0", 10) || 0;
+    input.value = "";
+    input.required = min > 0;
+    if (min > 0) {
+      input.setAttribute("minlength", String(min));
+    } else {
+      input.removeAttribute("minlength");
+    }
+    if (hint) {
+      hint.hidden = min === 0;
+      hint.textContent = min > 0 ? hint.dataset.text || "" : "";
+    }
     dialog.showModal();
   });
   if (dialog) {
     dialog.addEventListener("close", function () {
+      var input = document.getElementById("confirm-reason");
+      var min = pending ? parseInt(pending.dataset.minReason || "0", 10) || 0 : 0;
+      if (dialog.returnValue === "ok" && pending && input.value.trim().length < min) {
+        dialog.returnValue = "";
+        dialog.showModal();
+        return;
+      }
       if (dialog.returnValue === "ok" && pending) {
         var reason = pending.querySelector("input[name=reason]");
         if (reason) {
