@@ -39,6 +39,13 @@ type QueueConfig struct {
 	// MaxWorkers is how many jobs of this queue run at once in this client.
 	// Default DefaultMaxWorkers.
 	MaxWorkers int
+	// FlowKeys, if set, restricts this client to the jobs of this queue
+	// whose flow key is in the returned set; it is called on every fetch.
+	// A gateway that holds some customers' connections sets it to those
+	// customers, so that only an instance able to deliver claims a
+	// delivery. An empty set claims nothing. After the set grows, call
+	// Client.WakeQueue so the new keys are fetched at once.
+	FlowKeys func() []string
 }
 
 // Config configures a Client. The zero value of every field takes the

@@ -159,6 +159,15 @@ func (c *Client[TTx]) JobWake(ctx context.Context, params *keeldriver.JobWakePar
 	return ids, nil
 }
 
+// WakeQueue makes this client's fetchers of queue look for work now rather
+// than at their next poll (after QueueConfig.FlowKeys grew, say). Other
+// instances are not told; it is a local nudge, not a notification.
+func (c *Client[TTx]) WakeQueue(queue string) {
+	if p, ok := c.producers[queue]; ok {
+		p.wake()
+	}
+}
+
 // QueuePause stops claims from queue on every instance: the claim statement
 // itself checks the queue row, so the pause holds from its commit on.
 func (c *Client[TTx]) QueuePause(ctx context.Context, queue, reason string) (*keeltype.QueueRow, error) {

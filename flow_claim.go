@@ -3,6 +3,7 @@ package keel
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/keelwork/keel/keeldriver"
@@ -36,7 +37,7 @@ type claimResult struct {
 // auto-pause or a rate would govern claims but not starts.
 func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max int) (*claimResult, error) {
 	fx := flowExec(c.driver.Executor())
-	keys, err := fx.FlowKeysAvailable(ctx, &keeldriver.FlowKeysAvailableParams{Queue: queue, After: cursor, Limit: min(max, keysPerClaim)})
+	keys, err := c.claimableKeys(ctx, fx, queue, cursor, min(max, keysPerClaim))
 	if err != nil || len(keys) == 0 {
 		return &claimResult{}, err
 	}
@@ -69,6 +70,35 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 		}
 	}
 	return res, nil
+}
+
+// claimableKeys lists up to limit keys to claim from, rotating from
+// cursor: keys with backlog, or, when the queue restricts this client to a
+// set of keys (QueueConfig.FlowKeys), that set. The set is used as given
+// rather than intersected with the backlog: a key without backlog costs one
+// empty index probe in the claim, and the set is what this instance holds
+// (connections, say), so it is small.
+func (c *Client[TTx]) claimableKeys(ctx context.Context, fx keeldriver.FlowExecutor, queue, cursor string, limit int) ([]string, error) {
+	held := c.config.Queues[queue].FlowKeys
+	if held == nil {
+		return fx.FlowKeysAvailable(ctx, &keeldriver.FlowKeysAvailableParams{Queue: queue, After: cursor, Limit: limit})
+	}
+	return rotateKeys(held(), cursor, limit), nil
+}
+
+// rotateKeys sorts keys and returns up to limit of them, starting after
+// cursor and wrapping around, without duplicates.
+func rotateKeys(keys []string, cursor string, limit int) []string {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	start, _ := slices.BinarySearch(keys, cursor)
+	if start < len(keys) && keys[start] == cursor {
+		start++
+	}
+	out := make([]string, 0, min(limit, len(keys)))
+	for i := 0; i < len(keys) && len(out) < limit; i++ {
+		out = append(out, keys[(start+i)%len(keys)])
+	}
+	return out
 }
 
 func weightOf(l *keeltype.FlowLimit) int {

@@ -1,0 +1,93 @@
+package keel_test
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keeldriver"
+)
+
+// heldKeys is a set of flow keys a test grows at run time.
+type heldKeys struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (h *heldKeys) get() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.keys...)
+}
+
+func (h *heldKeys) add(k string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.keys = append(h.keys, k)
+}
+
+type heldWorker struct {
+	client string
+	ran    chan [2]string // (client, flow key)
+}
+
+func (w *heldWorker) Work(ctx context.Context, job *keel.Job[keyArgs]) error {
+	w.ran <- [2]string{w.client, job.FlowKey}
+	return nil
+}
+
+// TestQueueFlowKeys: a client restricted to a set of flow keys claims only
+// their jobs; an empty set claims nothing; a key added later is fetched at
+// once after WakeQueue, well before the poll interval.
+func TestQueueFlowKeys(t *testing.T) {
+	both(t, testQueueFlowKeys[pgx.Tx], testQueueFlowKeys[*sql.Tx])
+}
+
+func testQueueFlowKeys[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
+	ctx := context.Background()
+	ran := make(chan [2]string, 100)
+	holders := map[string]*heldKeys{"A": {keys: []string{"app-a"}}, "B": {}}
+	clients := map[string]*keel.Client[TTx]{}
+	for _, name := range []string{"A", "B"} {
+		workers := keel.NewWorkers()
+		keel.AddWorker(workers, &heldWorker{client: name, ran: ran})
+		cfg := fastConfig(workers)
+		cfg.FetchPollInterval = time.Hour // only wake-ups fetch
+		cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 5, FlowKeys: holders[name].get}}
+		clients[name] = startClient(t, d, cfg)
+	}
+	for _, k := range []string{"app-a", "app-b", "app-a", "app-b"} {
+		if _, err := clients["A"].Insert(ctx, keyArgs{}, &keel.InsertOpts{FlowKey: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		got := recv(t, ran)
+		if got != [2]string{"A", "app-a"} {
+			t.Fatalf("ran %v; want only client A on app-a", got)
+		}
+	}
+	holders["B"].add("app-b")
+	clients["B"].WakeQueue(keel.DefaultQueue)
+	for range 2 {
+		if got := recv(t, ran); got != [2]string{"B", "app-b"} {
+			t.Fatalf("ran %v; want client B on app-b", got)
+		}
+	}
+}
+
+func recv(t *testing.T, ch chan [2]string) [2]string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for a job to run")
+	}
+	return [2]string{}
+}
