@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/console"
@@ -51,6 +53,9 @@ type Config struct {
 	SampleInterval time.Duration
 	// Logger receives request failures. Default slog.Default().
 	Logger *slog.Logger
+	// Modules are the business systems served: their API routes, console
+	// pages and navigation.
+	Modules []module.Web
 }
 
 // Server serves the API, the console and the probes.
@@ -86,12 +91,13 @@ func New(cfg *Config) (*Server, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	a, err := api.NewHandler(&api.Config{Engine: c.Engine, Auth: c.Auth, Logger: c.Logger})
+	a, err := api.NewHandler(&api.Config{Engine: c.Engine, Auth: c.Auth, Logger: c.Logger, Modules: c.Modules})
 	if err != nil {
 		return nil, err
 	}
 	con, err := console.New(&console.Config{Engine: c.Engine, Auth: c.Auth, CookieSecure: c.CookieSecure,
-		SessionTTL: c.SessionTTL, SampleInterval: c.SampleInterval, Throughput: c.Throughput, Logger: c.Logger})
+		SessionTTL: c.SessionTTL, SampleInterval: c.SampleInterval, Throughput: c.Throughput, Logger: c.Logger,
+		Modules: c.Modules})
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +109,16 @@ func New(cfg *Config) (*Server, error) {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", s.api)
+	// Module paths go to the API whatever the method, so that a wrong
+	// method gets the API's 405 problem rather than the console's 404.
+	seen := map[string]bool{}
+	for _, p := range s.api.ModulePatterns() {
+		_, path, _ := strings.Cut(p, " ")
+		if !seen[path] {
+			seen[path] = true
+			mux.Handle(path, s.api)
+		}
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))

@@ -17,6 +17,8 @@ type DevOpts struct {
 	// Addr for the console and API. Default DefaultDevAddr.
 	Addr string
 	Out  io.Writer
+	// ModuleSettings are passed to the modules (module.key → value).
+	ModuleSettings map[string]string
 	// Ready, if set, is called with the server's URL once everything runs
 	// (tests synchronise on it).
 	Ready func(url string)
@@ -36,7 +38,7 @@ func Dev(ctx context.Context, o *DevOpts) error {
 	}
 	so := &ServeOpts{Addr: o.Addr, Demo: true, Migrate: true, ShutdownTimeout: 15 * time.Second,
 		SessionTTL: server.DefaultSessionTTL, SampleInterval: 5 * time.Second, LogLevel: "warn",
-		Queues: map[string]int{"default": 20, "notify": 10}}
+		Queues: map[string]int{"default": 20, "notify": 10}, Modules: moduleNames(), ModuleSettings: o.ModuleSettings}
 	url := "sqlite:" + path
 	return withServeDatabase(ctx, url, "", func(ctx context.Context, r *serveRun) error {
 		return r.run(ctx, so, o.Out, func(s *server.Server, store *auth.Store) error {

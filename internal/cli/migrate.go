@@ -10,7 +10,6 @@ import (
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/keelsqlite"
-	"github.com/keelwork/keel/server/migration"
 )
 
 // MigrateOpts are the flags of `keel migrate`.
@@ -32,7 +31,7 @@ func Migrate(ctx context.Context, url, schema string, o *MigrateOpts) error {
 }
 
 func migrateOn[TTx any](ctx context.Context, d keeldriver.Driver[TTx], o *MigrateOpts) error {
-	m, err := keelmigrate.New(d, &keelmigrate.Config{Lines: migration.Lines(d.Dialect())})
+	m, err := keelmigrate.New(d, &keelmigrate.Config{Lines: allLines(d.Dialect())})
 	if err != nil {
 		return err
 	}

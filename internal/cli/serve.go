@@ -15,7 +15,9 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keelsqlite"
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -44,12 +46,12 @@ func withServeDatabase(ctx context.Context, url, schema string, f func(context.C
 			db := stdlib.OpenDBFromPool(d.Pool())
 			defer db.Close()
 			return f(ctx, &serveRun{run: func(ctx context.Context, o *ServeOpts, out io.Writer, a func(*server.Server, *auth.Store) error) error {
-				return runServer(ctx, d, db, o, out, a)
+				return runServer(ctx, d, db, keelsql.Pgx(d.Pool()), o, out, a)
 			}})
 		},
 		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error {
 			return f(ctx, &serveRun{run: func(ctx context.Context, o *ServeOpts, out io.Writer, a func(*server.Server, *auth.Store) error) error {
-				return runServer(ctx, d, d.DB(), o, out, a)
+				return runServer(ctx, d, d.DB(), keelsql.SQLite(d.DB()), o, out, a)
 			}})
 		},
 	})
@@ -61,7 +63,7 @@ func newLogger(out io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: l}))
 }
 
-func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB, o *ServeOpts, out io.Writer,
+func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB, mdb keelsql.DB[TTx], o *ServeOpts, out io.Writer,
 	announce func(*server.Server, *auth.Store) error) error {
 	if o.Migrate {
 		if err := migrateOn(ctx, d, &MigrateOpts{Direction: "up", Out: out}); err != nil {
@@ -75,6 +77,15 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if o.Demo {
 		addDemo(cfg, o.Queues)
 	}
+	mods, err := buildModules(o.Modules, moduleHost(mdb, logger, reg, o))
+	if err != nil {
+		return err
+	}
+	for _, m := range mods {
+		if err := m.Configure(cfg); err != nil {
+			return fmt.Errorf("configuring module %s: %w", m.Name(), err)
+		}
+	}
 	client, err := keel.NewClient(d, cfg)
 	if err != nil {
 		return err
@@ -82,10 +93,13 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
+	if err := startModules(ctx, mods, client); err != nil {
+		return shutdown(ctx, nil, client, nil, o.ShutdownTimeout, err)
+	}
 	store := auth.NewStore(db, d.Dialect())
 	srv, err := server.New(&server.Config{Addr: o.Addr, Engine: client, Auth: store, Gatherer: reg,
 		Throughput: throughputOf(reg), CookieSecure: o.CookieSecure, SessionTTL: o.SessionTTL,
-		SampleInterval: o.SampleInterval, Logger: logger})
+		SampleInterval: o.SampleInterval, Logger: logger, Modules: webOf(mods)})
 	if err == nil {
 		err = srv.Start(ctx)
 	}
@@ -95,16 +109,22 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 			<-ctx.Done()
 		}
 	}
-	return shutdown(ctx, srv, client, o.ShutdownTimeout, err)
+	return shutdown(ctx, srv, client, mods, o.ShutdownTimeout, err)
 }
 
 // shutdown stops the HTTP server first (not ready, no new requests), then
-// the client: soft stop within timeout, hard stop (hand back) after.
-func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Client[TTx], timeout time.Duration, cause error) error {
+// the modules, then the client: soft stop within timeout, hard stop (hand back) after.
+func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Client[TTx], mods []module.Module[TTx], timeout time.Duration, cause error) error {
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if srv != nil {
 		_ = srv.Shutdown(stopCtx)
+	}
+	// Modules stop before the client: their listeners (customer
+	// connections, simulators) end, and the client hands back what they
+	// leave in flight.
+	if err := stopModules(stopCtx, mods); err != nil && cause == nil {
+		cause = err
 	}
 	if err := client.Stop(stopCtx); err != nil && cause == nil {
 		cause = err

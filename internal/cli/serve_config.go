@@ -35,6 +35,8 @@ var ServeSettings = []Setting{
 	{"cookie-secure", "KEEL_COOKIE_SECURE", "true", "mark the session cookie Secure (false only for plain-HTTP local use)"},
 	{"sample-interval", "KEEL_SAMPLE_INTERVAL", server.DefaultSampleInterval.String(), "how often the console samples for its charts"},
 	{"log-level", "KEEL_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"modules", "KEEL_MODULES", "all", "business modules to run: all, or a comma-separated list (reservation, delivery); empty for none"},
+	{"module-settings", "KEEL_MODULE_SETTINGS", "", "module settings, module.key=value,… (each module's guide in docs/ lists its keys)"},
 }
 
 // ServeOpts are the resolved settings.
@@ -50,6 +52,8 @@ type ServeOpts struct {
 	CookieSecure    bool
 	SampleInterval  time.Duration
 	LogLevel        string
+	Modules         []string
+	ModuleSettings  map[string]string
 }
 
 // ResolveServe merges the config file (if any), the environment and the
@@ -108,6 +112,12 @@ func parseServe(v map[string]string) (*ServeOpts, error) {
 		}
 	}
 	if o.Queues, err = parseQueues(v["queues"]); err != nil {
+		return nil, err
+	}
+	if o.Modules, err = parseModules(v["modules"]); err != nil {
+		return nil, err
+	}
+	if o.ModuleSettings, err = parseModuleSettings(v["module-settings"]); err != nil {
 		return nil, err
 	}
 	switch o.LogLevel {

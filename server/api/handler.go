@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server/auth"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	Authenticate func(r *http.Request) (*auth.Principal, error)
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
+	// Modules add their routes (absolute paths) to the API, under the same
+	// authentication, roles, audit actor and problem documents.
+	Modules []module.Web
 }
 
 // Handler serves the admin API.
@@ -46,6 +50,8 @@ type Handler struct {
 	logger *slog.Logger
 	router chi.Router
 	roles  map[string]auth.Role
+	// modulePatterns are the module routes (absolute paths).
+	modulePatterns []string
 }
 
 // endpoint handles one route; it returns the status and body to write, or
@@ -124,9 +130,53 @@ func NewHandler(cfg *Config) (*Handler, error) {
 			h.roles[rt.method+" "+Prefix+rt.pattern] = rt.role
 		}
 	})
+	if err := h.addModules(r, cfg.Modules); err != nil {
+		return nil, err
+	}
 	h.router = r
 	return h, nil
 }
+
+// addModules registers each module route at its absolute path. The paths
+// are collected in ModulePatterns so that the server sends them here.
+func (h *Handler) addModules(r chi.Router, mods []module.Web) error {
+	for _, m := range mods {
+		for _, mr := range m.Routes() {
+			method, path, ok := strings.Cut(mr.Pattern, " ")
+			if !ok || !strings.HasPrefix(path, "/") {
+				return fmt.Errorf("api: module %s: route %q must be \"METHOD /path\"", m.Name(), mr.Pattern)
+			}
+			role, err := roleOf(mr.Role)
+			if err != nil {
+				return fmt.Errorf("api: module %s: route %q: %w", m.Name(), mr.Pattern, err)
+			}
+			key := method + " " + path
+			if _, dup := h.roles[key]; dup {
+				return fmt.Errorf("api: module %s: route %q is already taken", m.Name(), mr.Pattern)
+			}
+			r.Method(method, path, h.guard(route{method, path, role, mr.Handle}))
+			h.roles[key] = role
+			h.modulePatterns = append(h.modulePatterns, key)
+		}
+	}
+	return nil
+}
+
+// roleOf maps a module's role onto the server's.
+func roleOf(r module.Role) (auth.Role, error) {
+	switch r {
+	case module.RoleViewer:
+		return auth.RoleViewer, nil
+	case module.RoleOperator:
+		return auth.RoleOperator, nil
+	case module.RoleAdmin:
+		return auth.RoleAdmin, nil
+	}
+	return auth.RoleNone, fmt.Errorf("no role declared (module routes are never public)")
+}
+
+// ModulePatterns lists the module routes as "METHOD /path" (ServeMux form).
+func (h *Handler) ModulePatterns() []string { return h.modulePatterns }
 
 // ServeHTTP serves the API's routes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }

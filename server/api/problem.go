@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server/auth"
 )
 
@@ -78,9 +79,26 @@ type Problem struct {
 // FromError is the one mapping from Go errors to problems. Details of
 // internal errors are not exposed (they are logged by the caller).
 func FromError(err error) *Problem {
+	var modErr *module.Error
+	if errors.As(err, &modErr) {
+		return moduleProblem(modErr)
+	}
 	code, detail := classify(err)
 	c := Catalogue[code]
 	return &Problem{Type: "urn:keel:problem:" + string(code), Title: c.Title, Status: c.Status, Detail: detail, Code: code}
+}
+
+// moduleProblem keeps a module's own code and status; a code from the
+// catalogue keeps the catalogue's status, so one code never means two.
+func moduleProblem(e *module.Error) *Problem {
+	status, title := e.Status, http.StatusText(e.Status)
+	if c, ok := Catalogue[Code(e.Code)]; ok {
+		status, title = c.Status, c.Title
+	}
+	if status < 400 || status > 599 {
+		status, title = http.StatusInternalServerError, Catalogue[CodeInternal].Title
+	}
+	return &Problem{Type: "urn:keel:problem:" + e.Code, Title: title, Status: status, Detail: e.Detail, Code: Code(e.Code)}
 }
 
 func classify(err error) (Code, string) {

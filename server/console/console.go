@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -39,6 +40,8 @@ type Config struct {
 	SampleInterval time.Duration
 	Throughput     func() (completed, failed float64)
 	Logger         *slog.Logger
+	// Modules add their pages and navigation entries.
+	Modules []module.Web
 }
 
 // Console serves the pages.
@@ -48,6 +51,7 @@ type Console struct {
 	mux     *http.ServeMux
 	sampler *sampler
 	roles   map[string]auth.Role
+	nav     []module.NavItem
 }
 
 type page struct {
@@ -99,6 +103,9 @@ func New(cfg *Config) (*Console, error) {
 		c.mux.Handle(p.pattern, c.wrap(p))
 		c.roles[p.pattern] = p.role
 	}
+	if err := c.addModules(cfg.Modules); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -135,6 +142,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // view is what every template gets.
 type view struct {
+	// Nav are the modules' navigation entries, NavOn the current one.
+	Nav       []module.NavItem
+	NavOn     string
 	Lang      string
 	Page      string
 	Principal *auth.Principal
@@ -155,7 +165,7 @@ func (v *view) CanAdmin() bool { return v.Principal != nil && v.Principal.Role.A
 
 func (c *Console) wrap(p page) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := &view{Lang: langOf(w, r), Path: r.URL.Path, Flash: r.URL.Query().Get("flash"), Error: r.URL.Query().Get("err")}
+		v := &view{Nav: c.nav, Lang: langOf(w, r), Path: r.URL.Path, Flash: r.URL.Query().Get("flash"), Error: r.URL.Query().Get("err")}
 		if r.Method == http.MethodPost && !sameOrigin(r) {
 			http.Error(w, "cross-origin form post refused", http.StatusForbidden)
 			return

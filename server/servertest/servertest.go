@@ -15,6 +15,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
@@ -81,7 +82,8 @@ func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql
 	}
 	store := auth.NewStore(db, d.Dialect())
 	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: client, Auth: store,
-		SampleInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		SampleInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Modules: []module.Web{Probe{}}})
 	if err != nil {
 		t.Fatalf("servertest: server: %v", err)
 	}

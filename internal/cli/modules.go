@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/server/migration"
+)
+
+// installedModule is one business module the binary carries: its
+// migration lines (needed by `keel migrate` without building the module)
+// and its constructors per driver.
+type installedModule struct {
+	name  string
+	lines func(dialect string) []keelmigrate.Line
+}
+
+// installed lists the modules in the binary, in start order.
+var installed = []installedModule{}
+
+// allLines are the server's and every installed module's migration lines.
+func allLines(dialect string) []keelmigrate.Line {
+	lines := migration.Lines(dialect)
+	for _, m := range installed {
+		lines = append(lines, m.lines(dialect)...)
+	}
+	return lines
+}
+
+// moduleNames lists the installed modules.
+func moduleNames() []string {
+	names := make([]string, len(installed))
+	for i, m := range installed {
+		names[i] = m.name
+	}
+	return names
+}
+
+// parseModules checks a --modules list against what is installed; "all"
+// (the default) is every installed module, "" none.
+func parseModules(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if s == "all" {
+		return moduleNames(), nil
+	}
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if !slices.Contains(moduleNames(), n) {
+			return nil, fmt.Errorf("setting modules: no module %q (installed: %s)", n, strings.Join(moduleNames(), ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseModuleSettings reads "module.key=value,…".
+func parseModuleSettings(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		mod, _, dotted := strings.Cut(k, ".")
+		if !ok || !dotted || !slices.Contains(moduleNames(), mod) {
+			return nil, fmt.Errorf("setting module-settings: want module.key=value with an installed module, got %q", part)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// buildModules constructs the selected modules on a database. Each module
+// package is generic over the driver's transaction type, so construction
+// is a generic function, not a table of values.
+func buildModules[TTx any](names []string, h *module.Host[TTx]) ([]module.Module[TTx], error) {
+	var mods []module.Module[TTx]
+	for _, n := range names {
+		m, err := newModule(n, h)
+		if err != nil {
+			return nil, fmt.Errorf("module %s: %w", n, err)
+		}
+		mods = append(mods, m)
+	}
+	return mods, nil
+}
+
+func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], error) {
+	return nil, fmt.Errorf("not installed")
+}
+
+// moduleHost is what every module of one server is given.
+func moduleHost[TTx any](db keelsql.DB[TTx], logger *slog.Logger, reg prometheus.Registerer, o *ServeOpts) *module.Host[TTx] {
+	return &module.Host[TTx]{DB: db, Logger: logger, Registerer: reg, Demo: o.Demo, Settings: o.ModuleSettings}
+}
+
+// startModules starts each module after the client started; on failure the
+// ones already started are stopped.
+func startModules[TTx any](ctx context.Context, mods []module.Module[TTx], client *keel.Client[TTx]) error {
+	for i, m := range mods {
+		if err := m.Start(ctx, client); err != nil {
+			return errors.Join(fmt.Errorf("starting module %s: %w", m.Name(), err), stopModules(ctx, mods[:i]))
+		}
+	}
+	return nil
+}
+
+// stopModules stops modules in reverse start order.
+func stopModules[TTx any](ctx context.Context, mods []module.Module[TTx]) error {
+	var errs []error
+	for i := len(mods) - 1; i >= 0; i-- {
+		if err := mods[i].Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping module %s: %w", mods[i].Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func webOf[TTx any](mods []module.Module[TTx]) []module.Web {
+	out := make([]module.Web, len(mods))
+	for i, m := range mods {
+		out[i] = m
+	}
+	return out
+}
