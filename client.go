@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -231,15 +232,17 @@ func (c *Client[TTx]) InsertTx(ctx context.Context, tx TTx, args JobArgs, opts *
 
 // InsertMany inserts jobs with one set-based statement.
 func (c *Client[TTx]) InsertMany(ctx context.Context, params []InsertParams) ([]InsertResult, error) {
-	return c.insertMany(ctx, c.driver.Executor(), params)
+	return c.insertMany(ctx, c.driver.Executor(), params, true)
 }
 
 // InsertManyTx is InsertMany inside the caller's transaction.
 func (c *Client[TTx]) InsertManyTx(ctx context.Context, tx TTx, params []InsertParams) ([]InsertResult, error) {
-	return c.insertMany(ctx, c.driver.UnwrapExecutor(tx), params)
+	return c.insertMany(ctx, c.driver.UnwrapExecutor(tx), params, false)
 }
 
-func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, params []InsertParams) ([]InsertResult, error) {
+// insertMany inserts through exec; committed says the insert is committed
+// when exec returns (not inside a caller's transaction).
+func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, params []InsertParams, committed bool) ([]InsertResult, error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
@@ -251,24 +254,55 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 		}
 		rows[i] = row
 	}
-	results, err := exec.JobInsertMany(ctx, rows)
+	queues := dueQueues(rows)
+	results, notified, err := c.insertRows(ctx, exec, rows, queues)
 	if err != nil {
 		return nil, fmt.Errorf("inserting jobs: %w", err)
 	}
 	out := make([]InsertResult, len(results))
-	queues := map[string]bool{}
 	for i, r := range results {
 		out[i] = InsertResult{Job: r.Job, Duplicate: r.Duplicate}
-		if !r.Duplicate && r.Job.State == keeltype.JobStateAvailable {
-			queues[r.Job.Queue] = true
+	}
+	if !notified {
+		for _, q := range queues {
+			if err := c.driver.Notify(ctx, topicInsert, q); err != nil {
+				c.logger.Warn("insert notification failed; fetchers will poll", "queue", q, "error", err)
+			}
 		}
 	}
-	for q := range queues {
-		if err := c.driver.Notify(ctx, topicInsert, q); err != nil {
-			c.logger.Warn("insert notification failed; fetchers will poll", "queue", q, "error", err)
+	if committed {
+		// This process's own fetchers need no round trip through the
+		// database to learn of a committed insert.
+		for _, q := range queues {
+			c.wakeLocal(q)
 		}
 	}
 	return out, nil
+}
+
+// insertRows inserts, with the insert notification in the same round trip
+// and transaction where the driver can do that.
+func (c *Client[TTx]) insertRows(ctx context.Context, exec keeldriver.Executor, rows []*keeldriver.JobInsertParams, queues []string) ([]keeldriver.JobInsertResult, bool, error) {
+	if n, ok := exec.(keeldriver.InsertNotifier); ok && len(queues) > 0 {
+		res, err := n.JobInsertManyNotify(ctx, rows, topicInsert, queues)
+		return res, true, err
+	}
+	res, err := exec.JobInsertMany(ctx, rows)
+	return res, false, err
+}
+
+// dueQueues lists the queues of rows that are available on insert (the
+// scheduled ones are announced when promoted). A duplicate insert may wake
+// a fetcher for nothing, which costs one empty claim.
+func dueQueues(rows []*keeldriver.JobInsertParams) []string {
+	now := time.Now()
+	var out []string
+	for _, r := range rows {
+		if (r.RunAt == nil || !r.RunAt.After(now)) && !slices.Contains(out, r.Queue) {
+			out = append(out, r.Queue)
+		}
+	}
+	return out
 }
 
 func (c *Client[TTx]) insertParams(p InsertParams) (*keeldriver.JobInsertParams, error) {

@@ -162,8 +162,14 @@ func (c *Client[TTx]) JobWake(ctx context.Context, params *keeldriver.JobWakePar
 // WakeQueue makes this client's fetchers of queue look for work now rather
 // than at their next poll (after QueueConfig.FlowKeys grew, say). Other
 // instances are not told; it is a local nudge, not a notification.
-func (c *Client[TTx]) WakeQueue(queue string) {
-	if p, ok := c.producers[queue]; ok {
+func (c *Client[TTx]) WakeQueue(queue string) { c.wakeLocal(queue) }
+
+// wakeLocal wakes this client's producer of queue, if it runs one.
+func (c *Client[TTx]) wakeLocal(queue string) {
+	c.mu.Lock()
+	p := c.producers[queue]
+	c.mu.Unlock()
+	if p != nil {
 		p.wake()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeldriver"
 )
 
@@ -90,4 +91,37 @@ func recv(t *testing.T, ch chan [2]string) [2]string {
 		t.Fatal("timed out waiting for a job to run")
 	}
 	return [2]string{}
+}
+
+// TestInsertTxWakesOnCommit (PostgreSQL): a job inserted inside a caller's
+// transaction wakes another instance's fetcher when the transaction
+// commits. The notification travels in the insert's own round trip and
+// transaction, so it cannot arrive before the row is visible; the worker
+// polls only hourly here, so the job starting proves the wake-up worked.
+func TestInsertTxWakesOnCommit(t *testing.T) {
+	d := testdb.NewPostgres(t)
+	ctx := context.Background()
+	ran := make(chan [2]string, 1)
+	workers := keel.NewWorkers()
+	keel.AddWorker(workers, &heldWorker{client: "worker", ran: ran})
+	cfg := fastConfig(workers)
+	cfg.FetchPollInterval = time.Hour
+	startClient(t, d, cfg)
+	inserter := startClient(t, d, &keel.Config{})
+	tx, err := d.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inserter.InsertTx(ctx, tx, keyArgs{}, &keel.InsertOpts{FlowKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+		t.Fatal("job ran before its transaction committed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, ran)
 }

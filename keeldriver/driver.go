@@ -101,6 +101,15 @@ type Executor interface {
 	TableExists(ctx context.Context, name string) (bool, error)
 }
 
+// InsertNotifier is an optional Executor capability: insert jobs and send
+// the insert notification for queues in the same round trip and the same
+// transaction, so listeners are woken when the jobs commit (not before, as
+// a separate notification inside a caller's transaction would) and an
+// insert costs one round trip instead of two.
+type InsertNotifier interface {
+	JobInsertManyNotify(ctx context.Context, params []*JobInsertParams, topic string, queues []string) ([]JobInsertResult, error)
+}
+
 // ExecutorTx is an Executor inside one transaction.
 type ExecutorTx interface {
 	Executor

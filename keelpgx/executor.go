@@ -18,6 +18,7 @@ type dbtx interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // executor implements keeldriver.Executor over a dbtx.
@@ -108,6 +109,12 @@ func (p poolDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 		return errRow{keeldriver.ErrClosed}
 	}
 	return p.d.pool.QueryRow(ctx, sql, args...)
+}
+
+// SendBatch is not guarded here: pgx.BatchResults has no error-only form,
+// so callers check Driver.closed before batching.
+func (p poolDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return p.d.pool.SendBatch(ctx, b)
 }
 
 type errRow struct{ err error }

@@ -67,13 +67,32 @@ func (e *executor) JobInsertMany(ctx context.Context, params []*keeldriver.JobIn
 	if len(params) == 0 {
 		return nil, nil
 	}
-	c := newInsertColumns(params)
-	rows, err := e.db.Query(ctx, sqlJobInsertMany, c.kind, c.queue, c.args, c.metadata, c.priority,
-		c.runAt, c.maxAttempts, c.idemKey, c.flowKey, c.batchID, c.subject)
-	if err != nil {
-		return nil, fmt.Errorf("keelpgx: inserting jobs: %w", err)
+	return e.insertMany(ctx, params, "", nil)
+}
+
+// JobInsertManyNotify pipelines the insert and one pg_notify per queue in
+// one batch: one round trip, and one transaction (the pipeline's implicit
+// one, or the caller's), so the notification is delivered on commit.
+func (e *executor) JobInsertManyNotify(ctx context.Context, params []*keeldriver.JobInsertParams, topic string, queues []string) ([]keeldriver.JobInsertResult, error) {
+	if len(params) == 0 {
+		return nil, nil
 	}
-	got, err := scanJobs(rows)
+	return e.insertMany(ctx, params, topic, queues)
+}
+
+func (e *executor) insertMany(ctx context.Context, params []*keeldriver.JobInsertParams, topic string, queues []string) ([]keeldriver.JobInsertResult, error) {
+	c := newInsertColumns(params)
+	args := []any{c.kind, c.queue, c.args, c.metadata, c.priority, c.runAt, c.maxAttempts, c.idemKey, c.flowKey, c.batchID, c.subject}
+	var got []scannedJob
+	var err error
+	if len(queues) == 0 {
+		var rows pgx.Rows
+		if rows, err = e.db.Query(ctx, sqlJobInsertMany, args...); err == nil {
+			got, err = scanJobs(rows)
+		}
+	} else {
+		got, err = e.insertAndNotify(ctx, args, topic, queues)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: inserting jobs: %w", err)
 	}
@@ -85,6 +104,37 @@ func (e *executor) JobInsertMany(ctx context.Context, params []*keeldriver.JobIn
 		return nil, fmt.Errorf("keelpgx: inserting jobs: %w", err)
 	}
 	return results, nil
+}
+
+func (e *executor) insertAndNotify(ctx context.Context, args []any, topic string, queues []string) ([]scannedJob, error) {
+	if e.d.closed.Load() {
+		return nil, keeldriver.ErrClosed
+	}
+	channel, err := e.d.channel(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlJobInsertMany, args...)
+	for _, q := range queues {
+		b.Queue(sqlNotify, channel, q)
+	}
+	br := e.db.SendBatch(ctx, b)
+	var got []scannedJob
+	rows, err := br.Query()
+	if err == nil {
+		got, err = scanJobs(rows)
+	}
+	for range queues {
+		if err != nil {
+			break
+		}
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return got, err
 }
 
 // fillLateDuplicates resolves inputs that conflicted with a row committed
