@@ -83,6 +83,18 @@ ensure_chromium() {
 	fi
 	export KEEL_TEST_CHROMIUM=/usr/bin/chromium
 	chromium_note=/usr/bin/chromium
+	ensure_cjk_fonts
+}
+
+# ensure_cjk_fonts: without a CJK font the console's screenshots show boxes
+# for Chinese text. The tests read the DOM, not pixels, so a failed install
+# only warns.
+ensure_cjk_fonts() {
+	if command -v fc-list >/dev/null 2>&1 && fc-list :lang=zh 2>/dev/null | grep -q .; then
+		return 0
+	fi
+	echo "test: no CJK font: installing fonts-noto-cjk for readable console screenshots" >&2
+	keel_apt_install fonts-noto-cjk || echo "test: WARNING: fonts-noto-cjk not installed; screenshots will show boxes for Chinese" >&2
 }
 
 print_summary() {
