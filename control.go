@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
@@ -157,6 +158,16 @@ func (c *Client[TTx]) JobWake(ctx context.Context, params *keeldriver.JobWakePar
 		}
 	}
 	return ids, nil
+}
+
+// JobFinalizedCounts counts jobs finalized in (since, until] by final
+// state, across every instance (the console's throughput chart).
+func (c *Client[TTx]) JobFinalizedCounts(ctx context.Context, since, until time.Time) (map[keeltype.JobState]int64, error) {
+	counts, err := c.driver.Executor().JobFinalizedCounts(ctx, &keeldriver.JobFinalizedCountsParams{Since: since, Until: until})
+	if err != nil {
+		return nil, fmt.Errorf("counting finalized jobs: %w", err)
+	}
+	return counts, nil
 }
 
 // WakeQueue makes this client's fetchers of queue look for work now rather

@@ -303,3 +303,44 @@ func testRetryAndDelete[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		t.Fatalf("retry must be audited: %+v", audit)
 	}
 }
+
+// TestJobFinalizedCounts: the database-wide throughput count sees every
+// final state in its window and nothing outside it.
+func TestJobFinalizedCounts(t *testing.T) {
+	both(t, testJobFinalizedCounts[pgx.Tx], testJobFinalizedCounts[*sql.Tx])
+}
+
+func testJobFinalizedCounts[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
+	ctx := context.Background()
+	workers := keel.NewWorkers()
+	keel.AddWorker(workers, &outcomeWorker{})
+	c := startClient(t, d, fastConfig(workers))
+	before := time.Now().Add(-time.Second)
+	var ids []int64
+	for _, mode := range []string{"", "", "permanent"} {
+		res, err := c.Insert(ctx, outcomeArgs{Mode: mode}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.Job.ID)
+	}
+	waitFor(t, 10*time.Second, "all final", func() bool {
+		for _, id := range ids {
+			if st := jobState(t, c, id).State; st != keeltype.JobStateCompleted && st != keeltype.JobStateManual {
+				return false
+			}
+		}
+		return true
+	})
+	after := time.Now().Add(time.Second)
+	got, err := c.JobFinalizedCounts(ctx, before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[keeltype.JobStateCompleted] != 2 || got[keeltype.JobStateManual] != 1 {
+		t.Fatalf("counts in window %v; want 2 completed, 1 manual", got)
+	}
+	if got, _ := c.JobFinalizedCounts(ctx, after, after.Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("counts after the window: %v", got)
+	}
+}

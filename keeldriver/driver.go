@@ -80,6 +80,10 @@ type Executor interface {
 	JobGet(ctx context.Context, id int64) (*keeltype.JobRow, error)
 	JobList(ctx context.Context, params *JobListParams) ([]*keeltype.JobRow, error)
 	JobPrune(ctx context.Context, params *JobPruneParams) (int, error)
+	// JobFinalizedCounts counts jobs finalized in (Since, Until] by final
+	// state, through the finalized_at index: the database-wide throughput
+	// of every instance, not one process's counters.
+	JobFinalizedCounts(ctx context.Context, params *JobFinalizedCountsParams) (map[keeltype.JobState]int64, error)
 
 	QueuePause(ctx context.Context, params *QueuePauseParams) (*keeltype.QueueRow, error)
 	QueueResume(ctx context.Context, name string) (*keeltype.QueueRow, error)
@@ -267,6 +271,11 @@ type JobListParams struct {
 	BeforeID int64 // descending pages: id < BeforeID (0 = from the newest)
 	Desc     bool
 	Limit    int
+}
+
+// JobFinalizedCountsParams: see Executor.JobFinalizedCounts.
+type JobFinalizedCountsParams struct {
+	Since, Until time.Time
 }
 
 // JobPruneParams deletes up to Max final jobs finalized before Before.

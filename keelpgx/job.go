@@ -265,6 +265,27 @@ func (e *executor) JobList(ctx context.Context, p *keeldriver.JobListParams) ([]
 	return jobs, nil
 }
 
+// JobFinalizedCounts counts jobs finalized in (Since, Until] by state.
+func (e *executor) JobFinalizedCounts(ctx context.Context, p *keeldriver.JobFinalizedCountsParams) (map[keeltype.JobState]int64, error) {
+	rows, err := e.db.Query(ctx, queries.Get("JobFinalizedCounts"), p.Since, p.Until)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: counting finalized jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[keeltype.JobState]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("keelpgx: counting finalized jobs: %w", err)
+		}
+		if n > 0 {
+			out[keeltype.JobState(st)] += n
+		}
+	}
+	return out, rows.Err()
+}
+
 // JobPrune deletes up to Max final jobs finalized before Before.
 func (e *executor) JobPrune(ctx context.Context, p *keeldriver.JobPruneParams) (int, error) {
 	tag, err := e.db.Exec(ctx, sqlJobPrune, p.Before, batchMax(p.Max))

@@ -480,6 +480,34 @@ func jsonList(v []string) (any, error) {
 	return string(b), nil
 }
 
+// JobFinalizedCounts counts jobs finalized in (Since, Until] by state.
+func (e *executor) JobFinalizedCounts(ctx context.Context, p *keeldriver.JobFinalizedCountsParams) (map[keeltype.JobState]int64, error) {
+	out := map[keeltype.JobState]int64{}
+	err := e.read(ctx, "counting finalized jobs", false, func(q dbtx) error {
+		rows, err := q.QueryContext(ctx, queries.Get("JobFinalizedCounts"),
+			sql.Named("since", micros(p.Since)), sql.Named("until", micros(p.Until)))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var st string
+			var n int64
+			if err := rows.Scan(&st, &n); err != nil {
+				return err
+			}
+			if n > 0 {
+				out[keeltype.JobState(st)] += n
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobPrune deletes up to Max final jobs finalized before Before.
 func (e *executor) JobPrune(ctx context.Context, p *keeldriver.JobPruneParams) (int, error) {
 	var n int64

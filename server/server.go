@@ -40,9 +40,6 @@ type Config struct {
 	Auth *auth.Store
 	// Gatherer is exposed at /metrics; nil exposes nothing there.
 	Gatherer prometheus.Gatherer
-	// Throughput, if set, is read by the console's sampler for the
-	// throughput chart (this instance's completed and failed totals).
-	Throughput func() (completed, failed float64)
 	// CookieSecure marks the session cookie Secure (set it whenever the
 	// console is reached over HTTPS). Default false.
 	CookieSecure bool
@@ -96,7 +93,7 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	con, err := console.New(&console.Config{Engine: c.Engine, Auth: c.Auth, CookieSecure: c.CookieSecure,
-		SessionTTL: c.SessionTTL, SampleInterval: c.SampleInterval, Throughput: c.Throughput, Logger: c.Logger,
+		SessionTTL: c.SessionTTL, SampleInterval: c.SampleInterval, Logger: c.Logger,
 		Modules: c.Modules})
 	if err != nil {
 		return nil, err

@@ -98,7 +98,7 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	}
 	store := auth.NewStore(db, d.Dialect())
 	srv, err := server.New(&server.Config{Addr: o.Addr, Engine: client, Auth: store, Gatherer: reg,
-		Throughput: throughputOf(reg), CookieSecure: o.CookieSecure, SessionTTL: o.SessionTTL,
+		CookieSecure: o.CookieSecure, SessionTTL: o.SessionTTL,
 		SampleInterval: o.SampleInterval, Logger: logger, Modules: webOf(mods)})
 	if err == nil {
 		err = srv.Start(ctx)
@@ -130,29 +130,4 @@ func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Cli
 		cause = err
 	}
 	return cause
-}
-
-// throughputOf sums this process's completed and failed counters.
-func throughputOf(g prometheus.Gatherer) func() (float64, float64) {
-	return func() (completed, failed float64) {
-		mfs, err := g.Gather()
-		if err != nil {
-			return 0, 0
-		}
-		for _, mf := range mfs {
-			var dst *float64
-			switch mf.GetName() {
-			case "keel_jobs_completed_total":
-				dst = &completed
-			case "keel_jobs_failed_total":
-				dst = &failed
-			default:
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				*dst += m.GetCounter().GetValue()
-			}
-		}
-		return completed, failed
-	}
 }

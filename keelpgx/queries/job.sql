@@ -290,3 +290,17 @@ WHERE id IN (
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: JobFinalizedCounts
+-- Two index ranges: keel_job_finalized_idx for the rows finalized in one
+-- sample interval, however many finished rows the table holds, and
+-- keel_job_manual_idx for jobs left needing an operator (not final, so
+-- dated by their last attempt).
+SELECT state, count(*)
+FROM keel_job
+WHERE finalized_at > $1 AND finalized_at <= $2
+GROUP BY state
+UNION ALL
+SELECT 'manual', count(*)
+FROM keel_job
+WHERE state = 'manual' AND attempted_at > $1 AND attempted_at <= $2;

@@ -229,3 +229,17 @@ WHERE id IN (
     ORDER BY finalized_at
     LIMIT :max
 );
+
+-- name: JobFinalizedCounts
+-- Two index ranges: keel_job_finalized_idx for the rows finalized in one
+-- sample interval, however many finished rows the table holds, and
+-- keel_job_manual_idx for jobs left needing an operator (not final, so
+-- dated by their last attempt).
+SELECT state, count(*)
+FROM keel_job INDEXED BY keel_job_finalized_idx
+WHERE finalized_at > :since AND finalized_at <= :until
+GROUP BY state
+UNION ALL
+SELECT 'manual', count(*)
+FROM keel_job INDEXED BY keel_job_manual_idx
+WHERE state = 'manual' AND attempted_at > :since AND attempted_at <= :until;

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeldriver"
@@ -14,6 +15,7 @@ import (
 type Engine interface {
 	JobGet(ctx context.Context, id int64) (*keeltype.JobRow, error)
 	JobList(ctx context.Context, params *keeldriver.JobListParams) ([]*keeltype.JobRow, error)
+	JobFinalizedCounts(ctx context.Context, since, until time.Time) (map[keeltype.JobState]int64, error)
 	JobCancel(ctx context.Context, id int64, reason string) (*keeltype.JobRow, error)
 	JobRetry(ctx context.Context, id int64, reason string) (*keeltype.JobRow, error)
 	JobDelete(ctx context.Context, id int64, reason string) (*keeltype.JobRow, error)

@@ -38,7 +38,6 @@ type Config struct {
 	CookieSecure   bool
 	SessionTTL     time.Duration
 	SampleInterval time.Duration
-	Throughput     func() (completed, failed float64)
 	Logger         *slog.Logger
 	// Modules add their pages and navigation entries.
 	Modules []module.Web
@@ -93,7 +92,7 @@ func New(cfg *Config) (*Console, error) {
 	if c.cfg.Logger == nil {
 		c.cfg.Logger = slog.Default()
 	}
-	c.sampler = newSampler(cfg.Engine, cfg.SampleInterval, cfg.Throughput)
+	c.sampler = newSampler(cfg.Engine, cfg.SampleInterval)
 	if err := c.parse(); err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ var words = map[string][2]string{
 	"token":           {"API 令牌", "API token"},
 	"login_hint":      {"使用 API 令牌登录（keel tokens create 创建）。", "Log in with an API token (create one with keel tokens create)."},
 	"login_failed":    {"令牌无效或已吊销。", "The token is unknown or revoked."},
-	"throughput":      {"吞吐（本实例，每个采样间隔）", "Throughput (this instance, per sample interval)"},
+	"throughput":      {"吞吐（全部实例，每个采样间隔）", "Throughput (all instances, per sample interval)"},
 	"backlog":         {"积压（全部队列的未完成任务）", "Backlog (live jobs, all queues)"},
 	"completed":       {"完成", "completed"},
 	"failures":        {"失败", "failures"},

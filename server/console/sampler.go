@@ -15,8 +15,8 @@ const maxSamples = 360
 // sample is one point of the overview charts.
 type sample struct {
 	At        time.Time
-	Completed float64 // completed in this interval (this instance)
-	Failed    float64 // failed attempts in this interval (this instance)
+	Completed float64 // jobs completed in this interval (all instances)
+	Failed    float64 // jobs that ended failed or needing an operator in this interval (all instances)
 	Backlog   int64   // live jobs, all queues (database-wide)
 	OldestAge float64 // oldest available age in seconds, any queue
 }
@@ -24,24 +24,21 @@ type sample struct {
 // sampler records samples in memory; they are a picture, not a record, and
 // start afresh when the process does.
 type sampler struct {
-	engine     api.Engine
-	every      time.Duration
-	throughput func() (float64, float64)
+	engine api.Engine
+	every  time.Duration
 
 	mu       sync.Mutex
 	samples  []sample
-	lastC    float64
-	lastF    float64
-	primed   bool
+	last     time.Time // end of the previous sample's window
 	cancel   context.CancelFunc
 	finished chan struct{}
 }
 
-func newSampler(e api.Engine, every time.Duration, tp func() (float64, float64)) *sampler {
+func newSampler(e api.Engine, every time.Duration) *sampler {
 	if every <= 0 {
 		every = 10 * time.Second
 	}
-	return &sampler{engine: e, every: every, throughput: tp}
+	return &sampler{engine: e, every: every}
 }
 
 func (s *sampler) start(ctx context.Context) {
@@ -95,15 +92,23 @@ func (s *sampler) take(ctx context.Context) {
 			p.OldestAge = max(p.OldestAge, time.Since(*q.OldestAvailable).Seconds())
 		}
 	}
+	// Throughput is counted in the database, so the chart is the same on
+	// every instance and covers all of them. The window starts where the
+	// previous one ended, so no job is counted twice or missed between
+	// samples; the first window is one interval long.
+	since := s.last
+	if since.IsZero() {
+		since = p.At.Add(-s.every)
+	}
+	counts, err := s.engine.JobFinalizedCounts(ctx, since, p.At)
+	if err != nil {
+		return
+	}
+	p.Completed = float64(counts[keeltype.JobStateCompleted])
+	p.Failed = float64(counts[keeltype.JobStateFailed] + counts[keeltype.JobStateManual])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.throughput != nil {
-		c, f := s.throughput()
-		if s.primed {
-			p.Completed, p.Failed = max(0, c-s.lastC), max(0, f-s.lastF)
-		}
-		s.lastC, s.lastF, s.primed = c, f, true
-	}
+	s.last = p.At
 	s.samples = append(s.samples, p)
 	if len(s.samples) > maxSamples {
 		s.samples = s.samples[len(s.samples)-maxSamples:]

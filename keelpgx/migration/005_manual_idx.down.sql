@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS keel_job_manual_idx;
