@@ -346,6 +346,9 @@ func batchTarget(id int64) string { return "batch:" + strconv.FormatInt(id, 10) 
 // inAuditedTxTarget is inAuditedTx for actions whose target is known only
 // inside the transaction (a new batch's id).
 func (c *Client[TTx]) inAuditedTxTarget(ctx context.Context, a Audit, action func(exec keeldriver.Executor) (string, error)) error {
+	if err := a.check(); err != nil {
+		return err
+	}
 	tx, err := c.driver.Executor().Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning %s: %w", a.Action, err)

@@ -151,6 +151,9 @@ func (c *Client[TTx]) batchTransition(ctx context.Context, action, reason string
 	}
 	var out *keeltype.BatchRow
 	a := Audit{Action: action, Target: batchTarget(p.ID), Reason: reason, Context: map[string]any{}}
+	if err := a.check(); err != nil {
+		return nil, err
+	}
 	tx, err := c.driver.Executor().Begin(ctx)
 	if err != nil {
 		return nil, err

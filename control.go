@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
@@ -43,9 +44,27 @@ type Audit struct {
 	Context map[string]any
 }
 
+// MaxAuditReason bounds an audit entry's reason (in characters): reasons
+// are for people, and an unbounded one would let any caller bloat the log.
+const MaxAuditReason = 1000
+
+// check refuses an entry the log cannot keep as given.
+func (a *Audit) check() error {
+	if a.Action == "" {
+		return fmt.Errorf("%w: audit entry without an action", keeltype.ErrInvalidArgument)
+	}
+	if n := utf8.RuneCountInString(a.Reason); n > MaxAuditReason {
+		return fmt.Errorf("%w: reason is %d characters; at most %d", keeltype.ErrInvalidArgument, n, MaxAuditReason)
+	}
+	return nil
+}
+
 // inAuditedTx runs action and its audit row in one transaction, so an action
 // is never committed without its audit entry (and vice versa).
 func (c *Client[TTx]) inAuditedTx(ctx context.Context, a Audit, action func(exec keeldriver.Executor) error) error {
+	if err := a.check(); err != nil {
+		return err
+	}
 	tx, err := c.driver.Executor().Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning %s: %w", a.Action, err)
@@ -75,12 +94,18 @@ func auditRow(ctx context.Context, a Audit) *keeltype.AuditRow {
 // (a module's operator action). Prefer doing it in the action's transaction
 // with AuditRecordTx.
 func (c *Client[TTx]) AuditRecord(ctx context.Context, a Audit) error {
+	if err := a.check(); err != nil {
+		return err
+	}
 	_, err := c.driver.Executor().AuditInsert(ctx, auditRow(ctx, a))
 	return err
 }
 
 // AuditRecordTx writes an audit entry inside the caller's transaction.
 func (c *Client[TTx]) AuditRecordTx(ctx context.Context, tx TTx, a Audit) error {
+	if err := a.check(); err != nil {
+		return err
+	}
 	_, err := c.driver.UnwrapExecutor(tx).AuditInsert(ctx, auditRow(ctx, a))
 	return err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
@@ -187,7 +188,12 @@ func TestServesSharePause(t *testing.T) {
 	ctx := context.Background()
 	db := stdlib.OpenDBFromPool(d.Pool())
 	defer db.Close()
-	token, _, err := auth.NewStore(db, "postgres").CreateToken(ctx, "two", auth.RoleOperator, "test")
+	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(keelsql.Pgx(d.Pool()), client))
+	token, _, err := store.CreateToken(ctx, "two", auth.RoleOperator, "test", "two serves")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,10 +204,6 @@ func TestServesSharePause(t *testing.T) {
 	urlA := a.await(t, listenLine, 30*time.Second)[1]
 	urlB := b.await(t, listenLine, 30*time.Second)[1]
 
-	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	post(t, urlA+"/api/v1/queues/default/pause", token)
 	paused := time.Now()
 	// Both instances see the pause in the claim statement itself: once the

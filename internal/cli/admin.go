@@ -21,6 +21,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keelsqlite"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
@@ -116,16 +117,16 @@ func WithAPI(ctx context.Context, o *AdminOpts, f func(ctx context.Context, c *A
 		Postgres: func(ctx context.Context, d *keelpgx.Driver) error {
 			db := stdlib.OpenDBFromPool(d.Pool())
 			defer db.Close()
-			return localAPI(ctx, d, db, f)
+			return localAPI(ctx, d, db, keelsql.Pgx(d.Pool()), f)
 		},
-		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error { return localAPI(ctx, d, d.DB(), f) },
+		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error { return localAPI(ctx, d, d.DB(), keelsql.SQLite(d.DB()), f) },
 	})
 }
 
 // localAPI serves the API in process as the local operator: whoever can
 // open the database already has every power, so the role is admin; the
 // audit names the OS user.
-func localAPI[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB, f func(context.Context, *APIClient) error) error {
+func localAPI[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB, mdb keelsql.DB[TTx], f func(context.Context, *APIClient) error) error {
 	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
@@ -135,7 +136,7 @@ func localAPI[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB
 		name = u.Username
 	}
 	p := &auth.Principal{Name: "local", Role: auth.RoleAdmin, ActorName: "cli:" + name}
-	h, err := api.NewHandler(&api.Config{Engine: client, Auth: auth.NewStore(db, d.Dialect()),
+	h, err := api.NewHandler(&api.Config{Engine: client, Auth: auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client)),
 		Authenticate: func(*http.Request) (*auth.Principal, error) { return p, nil }})
 	if err != nil {
 		return err

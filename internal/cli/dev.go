@@ -65,7 +65,7 @@ func devToken(ctx context.Context, store *auth.Store, out io.Writer, url string)
 		fmt.Fprintf(out, "keel dev: an admin token already exists (shown only when created). New one: keel tokens create --role admin --name me --database-url %s\n", url)
 		return nil
 	}
-	secret, _, err := store.CreateToken(ctx, "dev-admin", auth.RoleAdmin, "keel dev")
+	secret, _, err := store.CreateToken(ctx, "dev-admin", auth.RoleAdmin, "keel dev", "first run of keel dev")
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err := startModules(ctx, mods, client); err != nil {
 		return shutdown(ctx, nil, client, nil, o.ShutdownTimeout, err)
 	}
-	store := auth.NewStore(db, d.Dialect())
+	store := auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client))
 	srv, err := server.New(&server.Config{Addr: o.Addr, Engine: client, Auth: store, Gatherer: reg,
 		CookieSecure: o.CookieSecure, SessionTTL: o.SessionTTL,
 		SampleInterval: o.SampleInterval, Logger: logger, Modules: webOf(mods)})

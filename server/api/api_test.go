@@ -89,7 +89,7 @@ func TestAuthorization(t *testing.T) {
 				}
 				path := strings.NewReplacer("{id}", strconv.FormatInt(jobID, 10), "{name}", "default", "{key}", "k1").Replace(pattern)
 				if strings.HasPrefix(pattern, api.Prefix+"/tokens/") {
-					_, tok, err := e.Store.CreateToken(ctx, "victim", auth.RoleViewer, "test")
+					_, tok, err := e.Store.CreateToken(ctx, "victim", auth.RoleViewer, "test", "victim token")
 					if err != nil {
 						t.Fatal(err)
 					}

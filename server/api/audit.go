@@ -108,13 +108,9 @@ func (h *Handler) tokenCreate(w http.ResponseWriter, r *http.Request) (int, any,
 		return 0, nil, err
 	}
 	ctx := r.Context()
-	secret, t, err := st.CreateToken(ctx, body.Name, role, keel.ActorFrom(ctx))
+	secret, t, err := st.CreateToken(ctx, body.Name, role, keel.ActorFrom(ctx), body.Reason)
 	if err != nil {
 		return 0, nil, err
-	}
-	if err := h.engine.AuditRecord(ctx, keel.Audit{Action: "token.create", Target: "token:" + strconv.FormatInt(t.ID, 10),
-		Reason: body.Reason, Context: map[string]any{"name": t.Name, "role": t.Role}}); err != nil {
-		return 0, nil, wrapf(err, "auditing token creation")
 	}
 	return http.StatusCreated, &CreatedToken{ID: t.ID, Name: t.Name, Role: t.Role, Secret: secret}, nil
 }
@@ -132,13 +128,9 @@ func (h *Handler) tokenRevoke(w http.ResponseWriter, r *http.Request) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	t, err := st.RevokeToken(r.Context(), id)
+	t, err := st.RevokeToken(r.Context(), id, reason)
 	if err != nil {
 		return 0, nil, err
-	}
-	if err := h.engine.AuditRecord(r.Context(), keel.Audit{Action: "token.revoke", Target: "token:" + strconv.FormatInt(id, 10),
-		Reason: reason, Context: map[string]any{"name": t.Name, "role": t.Role}}); err != nil {
-		return 0, nil, wrapf(err, "auditing token revocation")
 	}
 	return http.StatusOK, t, nil
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -46,11 +48,29 @@ type Token struct {
 type Store struct {
 	db      *sql.DB
 	dialect string
+	audited AuditedTx
+}
+
+// AuditedTx runs f in one transaction of the database Keel runs on, in
+// which audit writes to the engine's audit log (keel.Client.AuditRecordTx):
+// a token change and its audit entry commit together or not at all.
+type AuditedTx func(ctx context.Context, f func(q keelsql.Querier, audit func(keel.Audit) error) error) error
+
+// AuditedTxOf builds an AuditedTx from a module-style database handle and
+// the engine client on the same database.
+func AuditedTxOf[TTx any](db keelsql.DB[TTx], c *keel.Client[TTx]) AuditedTx {
+	return func(ctx context.Context, f func(q keelsql.Querier, audit func(keel.Audit) error) error) error {
+		return db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+			return f(tx, func(a keel.Audit) error { return c.AuditRecordTx(ctx, tx.Native(), a) })
+		})
+	}
 }
 
 // NewStore uses db (the database Keel runs on) with dialect "postgres" or
-// "sqlite" for placeholders.
-func NewStore(db *sql.DB, dialect string) *Store { return &Store{db: db, dialect: dialect} }
+// "sqlite" for placeholders; token changes run through audited.
+func NewStore(db *sql.DB, dialect string, audited AuditedTx) *Store {
+	return &Store{db: db, dialect: dialect, audited: audited}
+}
 
 // q rewrites '?' placeholders as $n for PostgreSQL. Queries are constants
 // of this file; no user input is ever part of SQL text.
@@ -97,7 +117,9 @@ func Hash(secret string) string {
 }
 
 // CreateToken makes a token and returns its secret, which is shown once.
-func (s *Store) CreateToken(ctx context.Context, name string, role Role, createdBy string) (string, *Token, error) {
+// The token and its "token.create" audit entry (actor from ctx) commit
+// together.
+func (s *Store) CreateToken(ctx context.Context, name string, role Role, createdBy, reason string) (string, *Token, error) {
 	if !namePattern.MatchString(name) {
 		return "", nil, fmt.Errorf("%w: token name must be 1-64 of A-Z a-z 0-9 _ . : -", keeltype.ErrInvalidArgument)
 	}
@@ -111,8 +133,15 @@ func (s *Store) CreateToken(ctx context.Context, name string, role Role, created
 	secret := TokenPrefix + raw
 	now := time.Now().UTC()
 	var id int64
-	err = s.db.QueryRowContext(ctx, s.q(`INSERT INTO keel_api_token (name, role, hash, created_at, created_by)
-		VALUES (?, ?, ?, ?, ?) RETURNING id`), name, role.String(), Hash(secret), micros(now), createdBy).Scan(&id)
+	err = s.audited(ctx, func(q keelsql.Querier, audit func(keel.Audit) error) error {
+		err := q.QueryRow(ctx, s.q(`INSERT INTO keel_api_token (name, role, hash, created_at, created_by)
+			VALUES (?, ?, ?, ?, ?) RETURNING id`), name, role.String(), Hash(secret), micros(now), createdBy).Scan(&id)
+		if err != nil {
+			return err
+		}
+		return audit(keel.Audit{Action: "token.create", Target: "token:" + strconv.FormatInt(id, 10),
+			Reason: reason, Context: map[string]any{"name": name, "role": role.String()}})
+	})
 	if err != nil {
 		return "", nil, fmt.Errorf("creating token: %w", err)
 	}
@@ -142,28 +171,31 @@ func (s *Store) GetToken(ctx context.Context, id int64) (*Token, error) {
 	return t, err
 }
 
-// RevokeToken revokes a token and ends its sessions.
-func (s *Store) RevokeToken(ctx context.Context, id int64) (*Token, error) {
+// RevokeToken revokes a token, ends its sessions and audits
+// "token.revoke", in one transaction. The revocation is a conditional
+// update: of two concurrent revocations one wins, the other gets
+// ErrInvalidState.
+func (s *Store) RevokeToken(ctx context.Context, id int64, reason string) (*Token, error) {
 	t, err := s.GetToken(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if t.RevokedAt != nil {
-		return nil, fmt.Errorf("%w: token %d is already revoked", keeltype.ErrInvalidState, id)
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback() }()
 	now := time.Now().UTC()
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE keel_api_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`), micros(now), id); err != nil {
-		return nil, fmt.Errorf("revoking token %d: %w", id, err)
-	}
-	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM keel_session WHERE token_id = ?`), id); err != nil {
-		return nil, fmt.Errorf("ending sessions of token %d: %w", id, err)
-	}
-	if err := tx.Commit(); err != nil {
+	err = s.audited(ctx, func(q keelsql.Querier, audit func(keel.Audit) error) error {
+		n, err := q.Exec(ctx, s.q(`UPDATE keel_api_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`), micros(now), id)
+		if err != nil {
+			return fmt.Errorf("revoking token %d: %w", id, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: token %d is already revoked", keeltype.ErrInvalidState, id)
+		}
+		if _, err := q.Exec(ctx, s.q(`DELETE FROM keel_session WHERE token_id = ?`), id); err != nil {
+			return fmt.Errorf("ending sessions of token %d: %w", id, err)
+		}
+		return audit(keel.Audit{Action: "token.revoke", Target: "token:" + strconv.FormatInt(id, 10),
+			Reason: reason, Context: map[string]any{"name": t.Name, "role": t.Role}})
+	})
+	if err != nil {
 		return nil, err
 	}
 	t.RevokedAt = &now

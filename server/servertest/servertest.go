@@ -15,6 +15,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/api"
@@ -56,13 +57,13 @@ func Postgres(t testing.TB) *Env {
 	d, _ := testdb.OpenPostgres(t, lines)
 	db := stdlib.OpenDBFromPool(d.Pool())
 	t.Cleanup(func() { _ = db.Close() })
-	return build(t, "postgres", d, db)
+	return build(t, "postgres", d, db, keelsql.Pgx(d.Pool()))
 }
 
 // SQLite builds an Env on a fresh SQLite file.
 func SQLite(t testing.TB) *Env {
 	d, _ := testdb.OpenSQLite(t, lines)
-	return build(t, "sqlite", d, d.DB())
+	return build(t, "sqlite", d, d.DB(), keelsql.SQLite(d.DB()))
 }
 
 // Args is the test job kind (no worker runs it: the client inserts only).
@@ -73,14 +74,14 @@ type Args struct {
 // Kind names the test kind.
 func (Args) Kind() string { return "test.noop" }
 
-func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql.DB) *Env {
+func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql.DB, mdb keelsql.DB[TTx]) *Env {
 	t.Helper()
 	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler),
 		BatchSigningKey: []byte("servertest batch signing key")})
 	if err != nil {
 		t.Fatalf("servertest: client: %v", err)
 	}
-	store := auth.NewStore(db, d.Dialect())
+	store := auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client))
 	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: client, Auth: store,
 		SampleInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 		Modules: []module.Web{Probe{}}})
@@ -100,7 +101,7 @@ func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql
 		return items.createBatch(ctx, clientOf[TTx]{client}, actor, reason, n)
 	}
 	for _, r := range []auth.Role{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
-		secret, _, err := store.CreateToken(context.Background(), "t-"+r.String(), r, "servertest")
+		secret, _, err := store.CreateToken(context.Background(), "t-"+r.String(), r, "servertest", "test fixture")
 		if err != nil {
 			t.Fatalf("servertest: token: %v", err)
 		}
