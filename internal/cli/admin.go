@@ -119,7 +119,9 @@ func WithAPI(ctx context.Context, o *AdminOpts, f func(ctx context.Context, c *A
 			defer db.Close()
 			return localAPI(ctx, d, db, keelsql.Pgx(d.Pool()), f)
 		},
-		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error { return localAPI(ctx, d, d.DB(), keelsql.SQLite(d.DB()), f) },
+		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error {
+			return localAPI(ctx, d, d.DB(), keelsql.SQLite(d.DB()), f)
+		},
 	})
 }
 
