@@ -3,6 +3,7 @@ module github.com/keelwork/keel
 go 1.26.8
 
 require (
+	github.com/bigwhite/gocmpp v0.0.0-20240917054108-b238366bff0b
 	github.com/chromedp/chromedp v0.23.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/jackc/pgx/v5 v5.12.0
