@@ -195,6 +195,20 @@ func (c *Client[TTx]) JobFinalizedCounts(ctx context.Context, since, until time.
 	return counts, nil
 }
 
+// Ping checks that the database answers and holds Keel's tables, with a
+// catalogue lookup that costs the same whatever the backlog (readiness
+// probes call it every few seconds).
+func (c *Client[TTx]) Ping(ctx context.Context) error {
+	ok, err := c.driver.Executor().TableExists(ctx, "keel_job")
+	if err != nil {
+		return fmt.Errorf("pinging the database: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("pinging the database: %w: keel_job is missing (migrations not applied)", keeltype.ErrInvalidState)
+	}
+	return nil
+}
+
 // WakeQueue makes this client's fetchers of queue look for work now rather
 // than at their next poll (after QueueConfig.FlowKeys grew, say). Other
 // instances are not told; it is a local nudge, not a notification.

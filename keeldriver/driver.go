@@ -1,7 +1,8 @@
 // Package keeldriver is the storage seam between the Keel engine and a
 // database. The engine speaks only these interfaces; keelpgx (PostgreSQL) and
 // keelsqlite (SQLite) implement them, and keeldrivertest holds the one
-// conformance suite both must pass.
+// conformance suite both must pass: each driver runs keeldrivertest.Run from
+// its TestConformance, and a new driver does the same.
 //
 // Dialect differences are capability methods (SupportsListener), never type
 // switches in the engine. Every state change after a claim is conditioned on
@@ -310,7 +311,8 @@ type LeaderRow struct {
 	ExpiresAt time.Time
 }
 
-// AuditListParams filters and pages the audit log, newest first.
+// AuditListParams filters and pages the audit log, newest first. Since and
+// Until bound At inclusively.
 type AuditListParams struct {
 	Actor    string
 	Action   string // prefix match: "queue." lists every queue action

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -141,4 +142,25 @@ func post(t *testing.T, c *http.Client, u string, v url.Values) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestProbes: /healthz answers while the process lives; /readyz answers
+// while the database does and turns 503 once shutdown begins.
+func TestProbes(t *testing.T) {
+	e := servertest.Postgres(t)
+	h := e.Server.Handler()
+	probe := func(path string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code
+	}
+	if probe("/healthz") != 200 || probe("/readyz") != 200 {
+		t.Fatalf("healthz %d, readyz %d; want 200, 200", probe("/healthz"), probe("/readyz"))
+	}
+	if err := e.Server.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if probe("/readyz") != http.StatusServiceUnavailable || probe("/healthz") != 200 {
+		t.Fatalf("after shutdown: readyz %d, healthz %d; want 503, 200", probe("/readyz"), probe("/healthz"))
+	}
 }

@@ -1,11 +1,12 @@
 -- Statements on keel_queue.
 
 -- name: QueuePause
+-- Pausing a paused queue keeps who paused it and when.
 INSERT INTO keel_queue (name, paused_at, paused_by, created_at, updated_at)
 VALUES ($1, coalesce($3::timestamptz, now()), $2, coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now()))
 ON CONFLICT (name) DO UPDATE
-SET paused_at = excluded.paused_at,
-    paused_by = excluded.paused_by,
+SET paused_at = coalesce(keel_queue.paused_at, excluded.paused_at),
+    paused_by = CASE WHEN keel_queue.paused_at IS NULL THEN excluded.paused_by ELSE keel_queue.paused_by END,
     updated_at = excluded.updated_at
 RETURNING name, paused_at, paused_by, created_at, updated_at;
 
@@ -20,7 +21,20 @@ SET paused_at = NULL,
 RETURNING name, paused_at, paused_by, created_at, updated_at;
 
 -- name: QueueList
-SELECT name, paused_at, paused_by, created_at, updated_at FROM keel_queue ORDER BY name;
+-- A queue exists once a live job names it; listing writes its row (read
+-- from keel_job_live_idx, never the finished history). The main query sees
+-- keel_queue as it was before the insert, so the rows written here come from
+-- RETURNING.
+WITH registered AS (
+    INSERT INTO keel_queue (name, created_at, updated_at)
+    SELECT DISTINCT queue, now(), now() FROM keel_job WHERE finalized_at IS NULL
+    ON CONFLICT (name) DO NOTHING
+    RETURNING name, paused_at, paused_by, created_at, updated_at
+)
+SELECT name, paused_at, paused_by, created_at, updated_at FROM keel_queue
+UNION ALL
+SELECT name, paused_at, paused_by, created_at, updated_at FROM registered
+ORDER BY name;
 
 -- name: QueueStats
 -- One row per (queue, state) with live (not final) jobs, read from

@@ -22,6 +22,7 @@ type Engine interface {
 
 	QueueList(ctx context.Context) ([]*keeltype.QueueRow, error)
 	QueueStats(ctx context.Context) ([]*keeltype.QueueStats, error)
+	Ping(ctx context.Context) error
 	QueuePause(ctx context.Context, queue, reason string) (*keeltype.QueueRow, error)
 	QueueResume(ctx context.Context, queue, reason string) (*keeltype.QueueRow, error)
 
