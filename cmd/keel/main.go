@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,9 +22,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "keel:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is 1 for errors, which are printed, or the status a verb chose
+// (cli.ExitError, e.g. `keel batches watch`), which has said why already.
+func exitCode(err error) int {
+	var exit *cli.ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	fmt.Fprintln(os.Stderr, "keel:", err)
+	return 1
 }
 
 func root() *cobra.Command {
@@ -32,7 +43,7 @@ func root() *cobra.Command {
 	cmd.PersistentFlags().String("schema", os.Getenv("KEEL_SCHEMA"), "PostgreSQL schema for Keel's tables (env KEEL_SCHEMA)")
 	cmd.PersistentFlags().String("server", os.Getenv("KEEL_SERVER"), "admin verbs: act through this server's API (token from env KEEL_TOKEN) instead of --database-url (env KEEL_SERVER)")
 	cmd.PersistentFlags().Bool("json", false, "admin verbs: print JSON for scripts instead of tables")
-	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd())
+	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd(), batchesCmd())
 	return cmd
 }
 

@@ -147,3 +147,12 @@ func mustJSON(v any) string {
 	b, _ := json.MarshalIndent(v, "", " ")
 	return string(b)
 }
+
+// TestItemWhySkipReason: a skipped item's why is the code the worker gave
+// keel.JobSkip, not the raw result document.
+func TestItemWhySkipReason(t *testing.T) {
+	row := &keeltype.JobRow{Result: []byte(`{"skip_reason":"already_delivered"}`)}
+	if got := api.ItemWhy(keeltype.OutcomeSkipped, row); got != "already_delivered" {
+		t.Fatalf("why %q, want already_delivered", got)
+	}
+}

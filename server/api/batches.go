@@ -140,10 +140,14 @@ func ItemWhy(o keeltype.BatchOutcome, row *keeltype.JobRow) string {
 	switch o {
 	case keeltype.OutcomeSkipped, keeltype.OutcomeUnprocessed:
 		var r struct {
+			Skip   string `json:"skip_reason"` // keel.JobSkip
 			Reason string `json:"reason"`
 			Code   string `json:"code"`
 		}
 		if json.Unmarshal(row.Result, &r) == nil {
+			if r.Skip != "" {
+				return r.Skip
+			}
 			if r.Code != "" {
 				return r.Code
 			}
