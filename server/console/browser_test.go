@@ -2,65 +2,20 @@ package console_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/keelwork/keel/internal/browsertest"
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/servertest"
 )
 
-// screenshots go to the repository's git-ignored testdata/screenshots/.
-var screenshotDir = filepath.Join("..", "..", "testdata", "screenshots")
-
-// chromium finds the browser: KEEL_TEST_CHROMIUM, else a chromium on PATH.
-// Without one the test fails under CI=true and is skipped otherwise.
-func chromium(t *testing.T) string {
-	if p := os.Getenv("KEEL_TEST_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no Chromium: set KEEL_TEST_CHROMIUM or install Debian's chromium (make test does)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// problems collects runtime exceptions and console errors of the page.
-type problems struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (p *problems) add(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.list = append(p.list, s)
-}
-
-func (p *problems) all() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.list...)
-}
-
 func TestConsoleInBrowser(t *testing.T) {
-	bin := chromium(t)
 	e := servertest.SQLite(t)
 	ctx := context.Background()
 	var ids []int64
@@ -80,56 +35,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	batchPath := "/batches/" + strconv.FormatInt(batchID, 10)
 	base := e.Start(t)
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900)}
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	bctx, cancelT := context.WithTimeout(bctx, 60*time.Second)
-	defer cancelT()
-
-	var probs problems
-	messages := chromedp.Console(bctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException || m.Type == "assert" {
-				probs.add(m.String())
-			}
-		}
-	}()
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(screenshotDir, name+".png"), buf, 0o644)
-		})
-	}
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	text := func(step, sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		return s
-	}
+	br := browsertest.New(t, 60*time.Second)
+	do, text, shot := br.Do, br.Text, br.Shot
 
 	do("log in",
 		chromedp.Navigate(base+"/"),
@@ -232,11 +139,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("phone", chromedp.Navigate(base+"/jobs?lang=zh"), chromedp.EmulateViewport(390, 844),
 		chromedp.WaitVisible(chromedp.CSS("#jobs")), shot("jobs-phone"))
 
-	for _, p := range probs.all() {
-		t.Errorf("browser reported: %s", p)
-	}
+	br.CheckConsole()
 	if t.Failed() {
-		fmt.Println("screenshots in", screenshotDir)
+		t.Log("screenshots in", browsertest.ScreenshotDir())
 	}
 }
 

@@ -1,0 +1,163 @@
+// Package browsertest drives Debian's Chromium through chromedp for the
+// console tests of the server and of every module: it finds the browser,
+// starts it headless with the flags a closed network needs, collects the
+// page's console errors and saves screenshots into the repository's
+// git-ignored testdata/screenshots/.
+package browsertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// ScreenshotDir is where screenshots go: testdata/screenshots/ at the
+// repository root (git-ignored).
+func ScreenshotDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "screenshots")
+}
+
+// Chromium finds the browser: KEEL_TEST_CHROMIUM, else a chromium on PATH.
+// Without one the test fails under CI=true and is skipped otherwise.
+func Chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("KEEL_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no Chromium: set KEEL_TEST_CHROMIUM or install Debian's chromium (make test does)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Browser is one headless Chromium tab with its console errors collected.
+type Browser struct {
+	t    *testing.T
+	Ctx  context.Context
+	mu   sync.Mutex
+	errs []string
+}
+
+// New starts Chromium (1280×900) for t, stopped when t ends; every step
+// must finish within timeout.
+func New(t *testing.T, timeout time.Duration) *Browser {
+	t.Helper()
+	bin := Chromium(t)
+	if err := os.MkdirAll(ScreenshotDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Without the background-networking flags Chromium keeps dialling
+	// Google's hosts, which a closed network refuses.
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900)}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	bctx, cancelT := context.WithTimeout(bctx, timeout)
+	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	b := &Browser{t: t, Ctx: bctx}
+	messages := chromedp.Console(bctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException || m.Type == "assert" {
+				b.mu.Lock()
+				b.errs = append(b.errs, m.String())
+				b.mu.Unlock()
+			}
+		}
+	}()
+	return b
+}
+
+// Do runs a named step's actions, failing the test with the step's name.
+func (b *Browser) Do(step string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.Ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// Text is the visible text of the first element matching the CSS selector.
+func (b *Browser) Text(step, sel string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("%s: %v", step, err)
+	}
+	return s
+}
+
+// MustSee fails the test unless the element's text holds every want.
+func (b *Browser) MustSee(step, sel string, want ...string) {
+	b.t.Helper()
+	got := b.Text(step, sel)
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			b.t.Errorf("%s: %s does not show %q:\n%s", step, sel, w, got)
+		}
+	}
+}
+
+// Shot saves a full-page screenshot as name.png.
+func (b *Browser) Shot(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(ScreenshotDir(), name+".png"), buf, 0o644)
+	})
+}
+
+// Login signs in to the console at base with token.
+func (b *Browser) Login(base, token string) {
+	b.t.Helper()
+	b.Do("log in",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), token),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("header nav")))
+}
+
+// Confirm answers the console's confirmation dialog with reason (empty:
+// none) and waits for the selector that shows the action took effect.
+func (b *Browser) Confirm(step, reason, after string) {
+	b.t.Helper()
+	actions := []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS("#confirm-ok"))}
+	if reason != "" {
+		actions = append(actions, chromedp.SendKeys(chromedp.CSS("#confirm-reason"), reason))
+	}
+	actions = append(actions, chromedp.Click(chromedp.CSS("#confirm-ok")), chromedp.WaitVisible(chromedp.CSS(after)))
+	b.Do(step, actions...)
+}
+
+// CheckConsole fails the test for every error the pages reported.
+func (b *Browser) CheckConsole() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.errs {
+		b.t.Errorf("browser reported: %s", e)
+	}
+}
