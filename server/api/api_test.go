@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
@@ -56,68 +54,32 @@ func problemCode(t *testing.T, r response) api.Code {
 func TestAuthorization(t *testing.T) {
 	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
 		ctx := context.Background()
-		h := e.Server.API()
-		var routes []string
-		err := chi.Walk(h.Router(), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-			routes = append(routes, method+" "+pattern)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(routes) < 20 {
-			t.Fatalf("walked only %d routes", len(routes))
-		}
-		idents := []struct {
-			name  string
-			token string
-			role  auth.Role
-		}{{"none", "", auth.RoleNone}, {"bogus", "keel_not-a-token", auth.RoleNone},
-			{"viewer", e.Tokens[auth.RoleViewer], auth.RoleViewer},
-			{"operator", e.Tokens[auth.RoleOperator], auth.RoleOperator}, {"admin", e.Tokens[auth.RoleAdmin], auth.RoleAdmin}}
-		for _, rt := range routes {
-			method, pattern, _ := strings.Cut(rt, " ")
-			need, ok := h.RequiredRole(method, pattern)
-			if !ok {
-				t.Errorf("%s declares no role", rt)
-				continue
+		n := servertest.WalkAuthorization(t, e.Server.API(), e.Tokens, func(method, pattern string) servertest.Request {
+			jobID, err := e.Insert(ctx, servertest.Args{N: 1}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, id := range idents {
-				jobID, err := e.Insert(ctx, servertest.Args{N: 1}, nil)
+			path := strings.NewReplacer("{id}", strconv.FormatInt(jobID, 10), "{name}", "default", "{key}", "k1").Replace(pattern)
+			if strings.HasPrefix(pattern, api.Prefix+"/tokens/") {
+				_, tok, err := e.Store.CreateToken(ctx, "victim", auth.RoleViewer, "test", "victim token")
 				if err != nil {
 					t.Fatal(err)
 				}
-				path := strings.NewReplacer("{id}", strconv.FormatInt(jobID, 10), "{name}", "default", "{key}", "k1").Replace(pattern)
-				if strings.HasPrefix(pattern, api.Prefix+"/tokens/") {
-					_, tok, err := e.Store.CreateToken(ctx, "victim", auth.RoleViewer, "test", "victim token")
-					if err != nil {
-						t.Fatal(err)
-					}
-					path = api.Prefix + "/tokens/" + strconv.FormatInt(tok.ID, 10)
-				}
-				body := ""
-				switch {
-				case strings.HasSuffix(pattern, "/flow/limits") && method != "GET":
-					body = `{"pattern":"k*","rate":5}`
-				case strings.HasSuffix(pattern, "/tokens") && method == "POST":
-					body = `{"name":"made","role":"viewer"}`
-				}
-				r := call(t, h, method, path, id.token, "application/json", body)
-				switch {
-				case id.role == auth.RoleNone:
-					if r.status != 401 || problemCode(t, r) != api.CodeUnauthenticated {
-						t.Errorf("%s as %s: status %d, want 401", rt, id.name, r.status)
-					}
-				case !id.role.Allows(need):
-					if r.status != 403 || problemCode(t, r) != api.CodeForbidden {
-						t.Errorf("%s as %s: status %d, want 403", rt, id.name, r.status)
-					}
-				default:
-					if r.status == 401 || r.status == 403 || r.status >= 500 {
-						t.Errorf("%s as %s (needs %s): status %d %s", rt, id.name, need, r.status, r.body)
-					}
-				}
+				path = api.Prefix + "/tokens/" + strconv.FormatInt(tok.ID, 10)
 			}
+			body := ""
+			switch {
+			case strings.HasSuffix(pattern, "/flow/limits") && method != "GET":
+				body = `{"pattern":"k*","rate":5}`
+			case strings.HasSuffix(pattern, "/tokens") && method == "POST":
+				body = `{"name":"made","role":"viewer"}`
+			case pattern == "/admin/probe/things":
+				body = `{"name":"p"}`
+			}
+			return servertest.Request{Path: path, Body: body}
+		})
+		if n < 20 {
+			t.Fatalf("walked only %d routes", n)
 		}
 	})
 }
