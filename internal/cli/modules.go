@@ -14,6 +14,7 @@ import (
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/modules/delivery"
 	"github.com/keelwork/keel/server/migration"
 )
 
@@ -26,7 +27,9 @@ type installedModule struct {
 }
 
 // installed lists the modules in the binary, in start order.
-var installed = []installedModule{}
+var installed = []installedModule{
+	{name: delivery.LineName, lines: delivery.Lines},
+}
 
 // allLines are the server's and every installed module's migration lines.
 func allLines(dialect string) []keelmigrate.Line {
@@ -99,6 +102,10 @@ func buildModules[TTx any](names []string, h *module.Host[TTx]) ([]module.Module
 }
 
 func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], error) {
+	switch name {
+	case delivery.LineName:
+		return delivery.New(h)
+	}
 	return nil, fmt.Errorf("not installed")
 }
 

@@ -28,8 +28,11 @@ import (
 // handed back, and leases are released.
 func Serve(ctx context.Context, o *ServeOpts, out io.Writer) error {
 	return withServeDatabase(ctx, o.DatabaseURL, o.Schema, func(ctx context.Context, r *serveRun) error {
-		return r.run(ctx, o, out, func(s *server.Server, _ *auth.Store) error {
+		return r.run(ctx, o, out, func(s *server.Server, store *auth.Store) error {
 			fmt.Fprintf(out, "keel serve: listening on %s (console %s/, API %s/api/v1/)\n", s.URL(), s.URL(), s.URL())
+			if o.Ready != nil {
+				o.Ready(s, store)
+			}
 			return nil
 		})
 	})
@@ -73,7 +76,13 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	logger := newLogger(out, o.LogLevel)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg := &keel.Config{Logger: logger, Registerer: reg}
+	// Every instance signs batch previews with the key stored in the
+	// database, so a preview made through one is accepted by another.
+	signing, err := auth.NewStore(db, d.Dialect(), nil).SharedSecret(ctx, "batch-signing-key")
+	if err != nil {
+		return err
+	}
+	cfg := &keel.Config{Logger: logger, Registerer: reg, BatchSigningKey: signing}
 	if o.Demo {
 		addDemo(cfg, o.Queues)
 	}

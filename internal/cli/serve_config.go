@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel/server"
+	"github.com/keelwork/keel/server/auth"
 )
 
 // Setting is one `keel serve` setting: a flag, an environment variable and
@@ -54,6 +55,9 @@ type ServeOpts struct {
 	LogLevel        string
 	Modules         []string
 	ModuleSettings  map[string]string
+	// Ready, if set, is called once the server listens (embedders and
+	// tests reach the running server through it).
+	Ready func(srv *server.Server, store *auth.Store)
 }
 
 // ResolveServe merges the config file (if any), the environment and the

@@ -104,3 +104,22 @@ func TestTokenChangeAndAuditAreAtomic(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedSecret: the first caller creates the secret, every later one
+// (another instance) reads the same value.
+func TestSharedSecret(t *testing.T) {
+	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
+		ctx := context.Background()
+		a, err := e.Store.SharedSecret(ctx, "k")
+		if err != nil || len(a) < 32 {
+			t.Fatalf("first: %q %v", a, err)
+		}
+		b, err := e.Store.SharedSecret(ctx, "k")
+		if err != nil || string(a) != string(b) {
+			t.Fatalf("second read %q, want %q (%v)", b, a, err)
+		}
+		if c, _ := e.Store.SharedSecret(ctx, "other"); string(c) == string(a) {
+			t.Fatal("two names share one secret")
+		}
+	})
+}

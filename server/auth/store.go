@@ -308,3 +308,22 @@ func (s *Store) EndSession(ctx context.Context, cookie string) error {
 func CSRFMatches(p *Principal, given string) bool {
 	return p != nil && p.CSRF != "" && subtle.ConstantTimeCompare([]byte(p.CSRF), []byte(given)) == 1
 }
+
+// SharedSecret returns the secret named name, creating a random 256-bit one
+// if no instance has yet. Every instance on the database gets the same
+// value: the first insert wins and the others read it.
+func (s *Store) SharedSecret(ctx context.Context, name string) ([]byte, error) {
+	fresh, err := randomSecret()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO keel_server_secret (name, value, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO NOTHING`), name, fresh, micros(time.Now())); err != nil {
+		return nil, fmt.Errorf("storing secret %s: %w", name, err)
+	}
+	var v string
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT value FROM keel_server_secret WHERE name = ?`), name).Scan(&v); err != nil {
+		return nil, fmt.Errorf("reading secret %s: %w", name, err)
+	}
+	return []byte(v), nil
+}

@@ -1,0 +1,161 @@
+package delivery
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keeldriver"
+)
+
+// applier concludes attempts in batches: one statement for every outcome
+// that queued up while the previous batch was written, so ACKs cost the
+// database a fraction of a statement each under load. It then hands each
+// outcome to the worker still waiting for it, or wakes the parked job.
+type applier[TTx any] struct {
+	st     *store[TTx]
+	client func() *keel.Client[TTx]
+	log    *slog.Logger
+	in     chan queued
+	quit   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	// wakeRetry are the delays after which a parked job whose wake found
+	// it not yet waiting (its JobWait not committed yet) is woken again.
+	wakeRetry []time.Duration
+}
+
+type queued struct {
+	a   *attempt
+	out outcome
+}
+
+// maxApplyBatch bounds one conclusion statement.
+const maxApplyBatch = 500
+
+func newApplier[TTx any](st *store[TTx], client func() *keel.Client[TTx], log *slog.Logger) *applier[TTx] {
+	return &applier[TTx]{st: st, client: client, log: log, in: make(chan queued, 4096), quit: make(chan struct{}),
+		wakeRetry: []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second}}
+}
+
+// conclude queues the outcome of a; later outcomes of the same attempt
+// are ignored.
+func (p *applier[TTx]) conclude(a *attempt, o outcome) {
+	if !a.settle() {
+		return
+	}
+	a.freeSlot()
+	o.ID, o.Token = a.recordID, a.token
+	if o.Event.Conn == "" {
+		o.Event.Conn = a.connID
+	}
+	select {
+	case p.in <- queued{a: a, out: o}:
+	case <-p.quit:
+		// Stopping: the record stays awaiting_ack and its job concludes
+		// it at the deadline.
+	}
+}
+
+func (p *applier[TTx]) start(ctx context.Context) {
+	for range batchers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.run(ctx)
+		}()
+	}
+}
+
+// stop applies what is queued and returns.
+func (p *applier[TTx]) stop() {
+	p.once.Do(func() { close(p.quit) })
+	p.wg.Wait()
+}
+
+func (p *applier[TTx]) run(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	for {
+		select {
+		case first := <-p.in:
+			p.apply(ctx, p.gather(first))
+		case <-p.quit:
+			for {
+				select {
+				case first := <-p.in:
+					p.apply(ctx, p.gather(first))
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// gather takes what else is queued, up to maxApplyBatch.
+func (p *applier[TTx]) gather(first queued) []queued {
+	batch := []queued{first}
+	for len(batch) < maxApplyBatch {
+		select {
+		case q := <-p.in:
+			batch = append(batch, q)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (p *applier[TTx]) apply(ctx context.Context, batch []queued) {
+	outs := make([]outcome, len(batch))
+	for i, q := range batch {
+		outs[i] = q.out
+	}
+	done, err := p.st.finishMany(ctx, outs)
+	if err != nil {
+		// The records stay awaiting_ack; their jobs look again at the
+		// deadline and conclude them (a timeout, at worst).
+		p.log.Error("delivery: concluding attempts", "n", len(batch), "err", err)
+		done = map[int64]bool{}
+	}
+	var wake []int64
+	for _, q := range batch {
+		f := finished{status: q.out.Status, class: q.out.Class, err: q.out.Error, applied: done[q.a.recordID]}
+		if q.a.deliver(f) && q.a.jobID > 0 {
+			wake = append(wake, q.a.jobID)
+		}
+	}
+	if len(wake) > 0 {
+		p.wake(ctx, wake, 0)
+	}
+}
+
+// wake makes parked jobs available; ids not yet waiting are tried again.
+func (p *applier[TTx]) wake(ctx context.Context, ids []int64, try int) {
+	c := p.client()
+	if c == nil {
+		return
+	}
+	woken, err := c.JobWake(ctx, &keeldriver.JobWakeParams{IDs: ids})
+	if err != nil {
+		p.log.Warn("delivery: waking jobs", "n", len(ids), "err", err)
+	}
+	if try >= len(p.wakeRetry) {
+		return
+	}
+	got := make(map[int64]bool, len(woken))
+	for _, id := range woken {
+		got[id] = true
+	}
+	var left []int64
+	for _, id := range ids {
+		if !got[id] {
+			left = append(left, id)
+		}
+	}
+	if len(left) > 0 {
+		time.AfterFunc(p.wakeRetry[try], func() { p.wake(ctx, left, try+1) })
+	}
+}

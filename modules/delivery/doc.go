@@ -1,0 +1,29 @@
+// Package delivery is Keel's SMS downstream delivery module: it pushes
+// status reports and MO messages to customer applications over CMPP 2.0 /
+// 3.0 (package cmpp, the gateway's server side) or HTTP, records every
+// push as a delivery record, and lets operators requeue records singly, by
+// the selection of a page, or in bulk through a background task built on
+// the engine's batches (seed 003, design V1.1).
+//
+// A delivery record moves through
+//
+//	pending → awaiting_ack → delivered            valid success ACK
+//	                       → rejected             ACK non-zero or naming another Msg_Id
+//	                       → unconfirmed          no ACK before the deadline
+//	pending → failed                              the gateway call failed
+//	pending | failed | unconfirmed | rejected | delivered → pending   requeue
+//
+// and every move is one conditional UPDATE naming the status and either
+// the version the caller decided on or the send token of the attempt it
+// concludes. Each push is an engine job whose flow key is the application
+// ("app:<id>"): with no live connection it waits (keel.WaitConnection) and
+// is woken when the customer connects; written, it waits for the ACK
+// (keel.WaitACK) until the deadline; the ACK handler concludes the record
+// and wakes the job, which completes or fails from the record's final
+// state. Jobs are claimed only by an instance that holds a live connection
+// of their application (keel.QueueConfig.FlowKeys), or, when no instance
+// does, by any instance, which parks them waiting for the connection.
+//
+// See docs/delivery.md for the design, the requeue task (seed §2-§8), the
+// API, and how each gap of the seed's audit (§11.2) is closed.
+package delivery

@@ -1,0 +1,209 @@
+//go:build linux
+
+package delivery
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gocmpp "github.com/bigwhite/gocmpp"
+
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keeltype"
+)
+
+// child is a Keel instance in its own process.
+type child struct {
+	cmd  *exec.Cmd
+	addr string
+	log  string
+	done chan struct{}
+}
+
+// startChild re-executes the test binary as a Keel instance on the
+// environment's schema and waits for it to serve.
+func startChild(t *testing.T, e *env, name string) *child {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=instance", "DELIVERY_HELPER_URL="+testdb.PostgresURL(t),
+		"DELIVERY_HELPER_SCHEMA="+e.schema, "DELIVERY_HELPER_INSTANCE="+name)
+	cmd.Stderr = logFile
+	// The child never outlives the test binary.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, log: logPath, done: make(chan struct{})}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
+				ready <- addr
+			}
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(c.done)
+	}()
+	t.Cleanup(func() { c.kill(t) })
+	select {
+	case c.addr = <-ready:
+	case <-c.done:
+		t.Fatalf("instance %s exited before serving:\n%s", name, tailFile(logPath))
+	case <-time.After(60 * time.Second):
+		t.Fatalf("instance %s did not start:\n%s", name, tailFile(logPath))
+	}
+	return c
+}
+
+// kill SIGKILLs the process and waits for it to be gone.
+func (c *child) kill(t *testing.T) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(c.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("pid %d survived SIGKILL", c.cmd.Process.Pid)
+	}
+}
+
+func tailFile(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestDRQ009 (重启恢复): a Keel instance in a child process is SIGKILLed
+// with items processing (blocked on a full window) and waiting for ACKs
+// of DELIVERs already written; a second instance is SIGKILLed with items
+// waiting for the customer's connection; a third finishes the task. The
+// task continues after each kill: processing items return through their
+// lease and are sent once; the written ones, whose connection died with
+// the process, end unconfirmed at their deadline (never re-sent); the
+// waiting ones resume when the customer connects; no record that
+// succeeded reaches the customer twice.
+func TestDRQ009(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three Keel processes; skipped under -short")
+	}
+	t.Parallel()
+	e := newEnv(t)
+	io := e.insertOnly()
+	ent := e.enterprise(io, "Acme")
+	app := e.app(io, ent, "restart", "r009", ProtoCMPP30, "")
+	const n = 16
+	var recs []*Record
+	for k := range n {
+		recs = append(recs, e.seed(io, app, StatusFailed, time.Now().Add(-time.Hour), fmt.Sprintf("1350000%04d", k)))
+	}
+	silent := map[string]bool{recs[0].Phone: true, recs[1].Phone: true}
+	task := createTask(t, io, Filter{AppID: app.ID}, CreateTaskRequest{Rate: 20})
+
+	var mu sync.Mutex
+	var got []*delivered
+	acked := map[uint64]time.Time{}
+	policy := func(d *delivered) ackAction {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, d)
+		if silent[d.Dest] {
+			return ackAction{Silent: true}
+		}
+		if _, again := acked[d.Inner]; again {
+			t.Errorf("record with Msg_Id %d pushed again after its success ACK", d.Inner)
+		}
+		acked[d.Inner] = time.Now()
+		return ackAction{}
+	}
+	dial := func(c *child) *customerSim {
+		cs, err := dialCustomer(c.addr, app.Account, app.Secret, gocmpp.V30, policy, nil)
+		if err != nil {
+			t.Fatalf("customer: %v", err)
+		}
+		return cs
+	}
+
+	// Phase 1: two silent DELIVERs fill the window of 2; the next items
+	// block in processing waiting for room.
+	c1 := startChild(t, e, "child-1")
+	dial(c1)
+	waitFor(t, 30*time.Second, "items waiting for ACKs and items processing", func() bool {
+		c := counts(t, io, task.ID)
+		return c[keeltype.OutcomeWaitingACK] == 2 && c[keeltype.OutcomeProcessing] >= 2
+	})
+	at1 := counts(t, io, task.ID)
+	c1.kill(t)
+	t.Logf("kill 1: %v", at1)
+
+	// Phase 2: nobody connected; the items wait for the connection.
+	c2 := startChild(t, e, "child-2")
+	waitFor(t, 30*time.Second, "items waiting for the connection", func() bool {
+		c := counts(t, io, task.ID)
+		return c[keeltype.OutcomeWaitingConnection] >= 3 && c[keeltype.OutcomeProcessing] == 0
+	})
+	at2 := counts(t, io, task.ID)
+	c2.kill(t)
+	t.Logf("kill 2: %v", at2)
+
+	// Phase 3: the customer connects to a fresh instance.
+	c3 := startChild(t, e, "child-3")
+	cust := dial(c3)
+	defer cust.close()
+	done := waitTask(t, io, task.ID, 60*time.Second, keeltype.BatchCompleted, keeltype.BatchPartialCompleted)
+	if done.Counts[keeltype.OutcomeSuccess] != n-2 || done.Counts[keeltype.OutcomeFailed] != 2 {
+		t.Fatalf("after the restarts: %s %v", done.State, done.Counts)
+	}
+	if drift, err := io.c.BatchReconcile(context.Background(), task.ID, false); err != nil || !drift.None() {
+		t.Fatalf("counters drifted: %v %+v", err, drift)
+	}
+	sent := map[uint64]int{}
+	mu.Lock()
+	for _, d := range got {
+		sent[d.Inner]++
+	}
+	mu.Unlock()
+	list, err := io.m.TaskItems(context.Background(), "zh", task.ID, ItemQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range list.Items {
+		id, _ := strconv.ParseUint(it.MsgID, 10, 64)
+		switch {
+		case silent[it.Phone]:
+			if it.Outcome != keeltype.OutcomeFailed || it.Reason != ClassAckTimeout || sent[id] != 1 {
+				t.Fatalf("DELIVER written before the kill: %+v, sent %d times", it, sent[id])
+			}
+		case it.Outcome != keeltype.OutcomeSuccess || sent[id] != 1:
+			t.Fatalf("record %d: %s, sent %d times", it.DeliveryID, it.Outcome, sent[id])
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package delivery
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module"
+)
+
+// helperEnv selects a helper main when the test binary re-executes itself
+// as a child process (see TestDRQ009): "instance" runs one Keel instance
+// with the delivery module until it is killed.
+const helperEnv = "DELIVERY_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "instance" {
+		if err := helperInstance(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// helperInstance runs a Keel instance on the schema named by the
+// environment; it prints "ready <gateway address>" once it serves, and
+// runs until SIGKILL (or SIGTERM, a clean stop).
+func helperInstance() error {
+	ctx := context.Background()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	d, err := keelpgx.Open(ctx, os.Getenv("DELIVERY_HELPER_URL"), &keelpgx.Config{Schema: os.Getenv("DELIVERY_HELPER_SCHEMA")})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	settings := testSettings("instance", os.Getenv("DELIVERY_HELPER_INSTANCE"), "window", "2",
+		"ack_timeout", "3s", "ack_inline", "300ms")
+	m, err := New(&module.Host[pgx.Tx]{DB: keelsql.Pgx(d.Pool()), Logger: logger, Settings: settings})
+	if err != nil {
+		return err
+	}
+	cfg := engineConfig()
+	cfg.Logger, cfg.LeaseDuration = logger, 2*time.Second
+	if err := m.Configure(cfg); err != nil {
+		return err
+	}
+	c, err := keel.NewClient(d, cfg)
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	if err := m.Start(ctx, c); err != nil {
+		return err
+	}
+	w := bufio.NewWriter(os.Stdout)
+	fmt.Fprintf(w, "ready %s\n", m.Addr())
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	<-sigs
+	stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = m.Stop(stop)
+	return c.StopAndCancel(stop)
+}

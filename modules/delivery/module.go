@@ -1,0 +1,275 @@
+package delivery
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/modules/delivery/cmpp"
+)
+
+// LineName names the module's migration line.
+const LineName = "delivery"
+
+//go:embed migrations/postgres/*.sql migrations/sqlite/*.sql
+var migrationFiles embed.FS
+
+// Lines returns the delivery migration line for a dialect, in the shape
+// testdb.Options.Lines and keelmigrate.Config.Lines take.
+func Lines(dialect string) []keelmigrate.Line {
+	sub, err := fs.Sub(migrationFiles, "migrations/"+dialect)
+	if err != nil {
+		return nil
+	}
+	if _, err := fs.Stat(sub, "001_delivery.up.sql"); err != nil {
+		return nil
+	}
+	return []keelmigrate.Line{{Name: LineName, FS: sub}}
+}
+
+// Module is the delivery module on a database whose transactions are TTx.
+type Module[TTx any] struct {
+	h        *module.Host[TTx]
+	set      settings
+	log      *slog.Logger
+	st       *store[TTx]
+	apps     *appCache
+	links    *links
+	track    *tracker
+	pace     *pacer
+	acks     *applier[TTx]
+	claims   *claimer[TTx]
+	http     *httpPusher
+	pres     *presence
+	instance string
+	keys     atomic.Pointer[[]string]
+	client   atomic.Pointer[keel.Client[TTx]]
+	beatNow  chan struct{}
+
+	mu    sync.Mutex
+	tasks []int64
+	rates map[int64]taskRate
+
+	srv     *cmpp.Server
+	up      *upstream[TTx]
+	demo    *demo[TTx]
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
+}
+
+type taskRate struct {
+	rate float64
+	at   time.Time
+}
+
+var _ module.Module[any] = (*Module[any])(nil)
+
+// New builds the module from the host's database, logger and settings.
+func New[TTx any](h *module.Host[TTx]) (*Module[TTx], error) {
+	set, err := parseSettings(h.Settings)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStore(h.DB)
+	if err != nil {
+		return nil, err
+	}
+	log := h.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("module", LineName)
+	m := &Module[TTx]{
+		h: h, set: set, log: log, st: st, apps: newAppCache(), links: newLinks(set.Window),
+		track: newTracker(), pace: newPacer(), pres: &presence{}, beatNow: make(chan struct{}, 1),
+		rates: map[int64]taskRate{},
+	}
+	m.acks = newApplier(st, m.client.Load, log)
+	m.claims = newClaimer(st, log)
+	m.http = newHTTPPusher(set.HTTPTimeout, set.HTTPBatch, m.acks.conclude, log)
+	return m, nil
+}
+
+// Name implements module.Web.
+func (m *Module[TTx]) Name() string { return LineName }
+
+// Lines implements module.Module.
+func (m *Module[TTx]) Lines() []keelmigrate.Line { return Lines(m.h.DB.Dialect()) }
+
+// Configure registers the module's workers and its queue, restricted to
+// the flow keys this instance holds.
+func (m *Module[TTx]) Configure(cfg *keel.Config) error {
+	if cfg.Workers == nil {
+		cfg.Workers = keel.NewWorkers()
+	}
+	if err := keel.AddWorkerSafely[PushArgs](cfg.Workers, &pushWorker[TTx]{m}); err != nil {
+		return err
+	}
+	if err := keel.AddWorkerSafely[RequeueArgs](cfg.Workers, &requeueWorker[TTx]{m}); err != nil {
+		return err
+	}
+	if err := keel.AddWorkerSafely[ForwardArgs](cfg.Workers, &forwardWorker[TTx]{m}); err != nil {
+		return err
+	}
+	if err := keel.AddWorkerSafely[IngestArgs](cfg.Workers, &ingestWorker[TTx]{m}); err != nil {
+		return err
+	}
+	if cfg.Queues == nil {
+		cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {}}
+	}
+	cfg.Queues[QueueName] = keel.QueueConfig{MaxWorkers: m.set.Workers, FlowKeys: m.heldKeys}
+	cfg.Queues[QueueAux] = keel.QueueConfig{MaxWorkers: 20}
+	return nil
+}
+
+// Start runs the gateway, the heartbeat and (with Host.Demo) the demo.
+func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error {
+	if m.started {
+		return errors.New("delivery: started twice")
+	}
+	m.started = true
+	m.client.Store(client)
+	m.instance = m.set.Instance
+	if m.instance == "" {
+		m.instance = client.ID()
+	}
+	m.pres.self = m.instance
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	m.acks.start(run)
+	m.claims.start(run)
+	m.beat(ctx)
+	if err := m.syncLimits(ctx); err != nil {
+		m.log.Warn("delivery: application rate limits", "err", err)
+	}
+	if err := m.startGateway(ctx); err != nil {
+		cancel()
+		return err
+	}
+	m.goRun(func() { m.beatLoop(run) })
+	if m.set.UpstreamAddr != "" {
+		m.up = newUpstream(m, m.set.UpstreamAddr, m.set.UpstreamUser, m.set.UpstreamSecret)
+		m.goRun(func() { m.up.run(run) })
+	}
+	if m.h.Demo {
+		if err := m.startDemo(run); err != nil {
+			m.log.Error("delivery: demo", "err", err)
+		}
+	}
+	return nil
+}
+
+func (m *Module[TTx]) goRun(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// Stop ends the gateway and background work; held connections close, so
+// their customers reconnect to another instance.
+func (m *Module[TTx]) Stop(ctx context.Context) error {
+	if !m.started || m.cancel == nil {
+		return nil
+	}
+	var errs []error
+	if m.demo != nil {
+		m.demo.stop()
+	}
+	if m.srv != nil {
+		if err := m.srv.Close(ctx); err != nil && !errors.Is(err, cmpp.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	m.cancel()
+	m.http.stop()
+	m.claims.stop()
+	m.acks.stop()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	if err := m.st.beat(context.WithoutCancel(ctx), m.instance, nil); err != nil {
+		errs = append(errs, err)
+	}
+	m.cancel = nil
+	return errors.Join(errs...)
+}
+
+// Addr is the CMPP gateway's listen address (nil without a gateway).
+func (m *Module[TTx]) Addr() string {
+	if m.srv == nil || m.srv.Addr() == nil {
+		return ""
+	}
+	return m.srv.Addr().String()
+}
+
+// syncLimits gives every application's own pushes its rate ("app:<id>"
+// in the delivery queue); an existing equal limit is left alone.
+func (m *Module[TTx]) syncLimits(ctx context.Context) error {
+	c := m.client.Load()
+	have, err := c.FlowLimits(ctx)
+	if err != nil {
+		return err
+	}
+	cur := map[string]*keeltype.FlowLimit{}
+	for _, l := range have {
+		if l.Queue == QueueName {
+			cur[l.Pattern] = l
+		}
+	}
+	for _, a := range m.apps.all() {
+		if l, ok := cur[a.FlowKey()]; ok && l.Rate == a.Rate {
+			continue
+		}
+		if err := m.setAppLimit(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Module[TTx]) setAppLimit(ctx context.Context, a *Application) error {
+	_, err := m.client.Load().FlowLimitSet(ctx, &keeltype.FlowLimit{Pattern: a.FlowKey(), Queue: QueueName, Rate: a.Rate},
+		fmt.Sprintf("delivery: rate of application %d (%s)", a.ID, a.Name))
+	return err
+}
+
+// batchRate is a task's rate per application, for pacing its writes.
+func (m *Module[TTx]) batchRate(ctx context.Context, id int64) float64 {
+	m.mu.Lock()
+	r, ok := m.rates[id]
+	m.mu.Unlock()
+	if ok && time.Since(r.at) < time.Minute {
+		return r.rate
+	}
+	b, err := m.client.Load().BatchGet(ctx, id)
+	if err != nil {
+		return 0
+	}
+	m.mu.Lock()
+	m.rates[id] = taskRate{rate: b.Rate, at: time.Now()}
+	m.mu.Unlock()
+	return b.Rate
+}
+
+// jobTimeout bounds one run of a delivery job: the window wait, the write
+// and the inline wait for an ACK or an HTTP answer.
+func (m *Module[TTx]) jobTimeout() time.Duration {
+	return windowWait + m.set.HTTPTimeout + m.set.AckInline + 30*time.Second
+}

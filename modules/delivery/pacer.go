@@ -1,0 +1,67 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// pacer spaces this instance's writes per flow key. The engine's token
+// bucket already holds claims to the rate across every instance; the pacer
+// keeps the customer's side of it honest too, because the time from claim
+// to write varies (a database round trip, a busy window) and two claims a
+// full interval apart could otherwise reach the customer closer together.
+// Writes of a key are spaced by paceMargin/rate, so a receiver counting any
+// one-second window sees at most rate even with a few tens of milliseconds
+// of network jitter.
+type pacer struct {
+	mu   sync.Mutex
+	next map[string]time.Time
+}
+
+// paceMargin stretches the interval between writes of a key.
+const paceMargin = 1.05
+
+func newPacer() *pacer { return &pacer{next: map[string]time.Time{}} }
+
+// wait blocks until key may write again at rate per second (rate <= 0:
+// unlimited).
+func (p *pacer) wait(ctx context.Context, key string, rate float64) error {
+	if rate <= 0 {
+		return nil
+	}
+	gap := time.Duration(paceMargin * float64(time.Second) / rate)
+	p.mu.Lock()
+	t := time.Now()
+	at := p.next[key]
+	if at.Before(t) {
+		at = t
+	}
+	p.next[key] = at.Add(gap)
+	p.prune(t)
+	p.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// prune drops keys idle for a minute, so finished tasks leave nothing.
+func (p *pacer) prune(t time.Time) {
+	if len(p.next) < 1024 {
+		return
+	}
+	for k, at := range p.next {
+		if t.Sub(at) > time.Minute {
+			delete(p.next, k)
+		}
+	}
+}

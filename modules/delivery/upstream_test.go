@@ -1,0 +1,78 @@
+package delivery
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/keelwork/keel/modules/delivery/cmpp"
+)
+
+// TestUpstreamIngestion runs the whole chain over loopback CMPP: a gocmpp
+// customer submits to the gateway; the submit is forwarded (after its
+// SUBMIT_RESP was written) to the carrier simulator; the carrier's status
+// report comes back through the upstream link, is ingested against the
+// Submit mapping and pushed to the customer carrying the Msg_Id the
+// customer got; an MO from the carrier is routed by its Dest_Id to the
+// application and pushed too. The carrier reports with no delay, so a
+// report may beat its mapping and take the ingest retry.
+func TestUpstreamIngestion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	car, err := newCarrier(carrierConfig{Addr: "127.0.0.1:0", Account: "keel01", Secret: "carrier-secret",
+		Mix: map[string]int{cmpp.StatUndeliv: 1}, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := car.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = car.close(context.Background()) })
+	i := e.start(testSettings("upstream_addr", car.addr(), "upstream_account", "keel01", "upstream_secret", "carrier-secret"))
+	ent := e.enterprise(i, "Acme")
+	app := e.app(i, ent, "chain", "u001", ProtoCMPP20, "")
+	feed := make(chan *delivered, 16)
+	cust := customer(t, i, app, nil, feed)
+	waitFor(t, 10*time.Second, "the carrier link", func() bool { return i.m.up.session() != nil })
+
+	msgID, err := cust.submit(context.Background(), app.MOCode, "13800001111", "验证码 2468")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := recv(t, feed)
+	if !got.IsReport || got.Inner != msgID || got.Stat != cmpp.StatUndeliv || got.Dest != "13800001111" || got.Layout != 60 {
+		t.Fatalf("report: %+v (submitted %d)", got, msgID)
+	}
+	sub, err := i.m.st.submitByMsgID(context.Background(), app.ID, strconv.FormatUint(msgID, 10))
+	if err != nil || sub.UpstreamMsgID == nil {
+		t.Fatalf("mapping: %v %+v", err, sub)
+	}
+	ids, _ := i.m.st.recordIDsByMsgID(context.Background(), sub.MsgID)
+	if len(ids) != 1 {
+		t.Fatalf("records of the submit: %v", ids)
+	}
+	waitFor(t, 5*time.Second, "the record to be delivered", func() bool {
+		r := e.record(i, ids[0])
+		return r.Status == StatusDelivered && r.SubmitID != nil && *r.SubmitID == sub.ID
+	})
+
+	if err := car.sendMO(app.MOCode+"5", "13900002222", "退订"); err != nil {
+		t.Fatal(err)
+	}
+	mo := recv(t, feed)
+	if mo.IsReport || mo.Content != "退订" || mo.Dest != "13900002222" {
+		t.Fatalf("MO: %+v", mo)
+	}
+}
+
+func recv(t *testing.T, ch chan *delivered) *delivered {
+	t.Helper()
+	select {
+	case d := <-ch:
+		return d
+	case <-time.After(20 * time.Second):
+		t.Fatal("nothing reached the customer")
+	}
+	return nil
+}

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS keel_server_secret;
