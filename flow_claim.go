@@ -23,6 +23,10 @@ type claimResult struct {
 	truncated bool
 	// cursor is where the next fetch's key listing should start.
 	cursor string
+	// slotBound says limited keys had work this fetch could not take for
+	// want of free worker slots: a backlog that only freed slots, not
+	// buffer space, can serve (limited jobs start when claimed).
+	slotBound bool
 }
 
 // claim fetches up to max jobs of queue, fairly across flow keys: it lists
@@ -59,8 +63,10 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 		}
 	}
 	// Limited keys first, so their rows take the free slots.
-	if len(gated) > 0 && free > 0 {
-		if err := c.claimGated(ctx, queue, gated, shares, free, limits, res); err != nil {
+	if len(gated) > 0 {
+		if free == 0 {
+			res.slotBound = true
+		} else if err := c.claimGated(ctx, queue, gated, shares, free, limits, res); err != nil {
 			return nil, err
 		}
 	}
@@ -262,12 +268,22 @@ func (c *Client[TTx]) planGated(queue string, locked []*keeltype.FlowKeyRow, sha
 	var plan gatedPlan
 	for _, k := range locked {
 		l := limits.match(k.Key, queue)
-		n, wait := allowance(l, k, now)
-		n = min(n, shares[k.Key], free)
-		free -= n
-		if wait > 0 && (res.nextIn == 0 || wait < res.nextIn) {
-			res.nextIn = wait
+		allowed, wait := allowance(l, k, now)
+		n := min(allowed, shares[k.Key], free)
+		switch {
+		case free > 0 && allowed < min(shares[k.Key], free) && wait > 0:
+			// The key's rate held it back: its next token is worth
+			// waking for.
+			if res.nextIn == 0 || wait < res.nextIn {
+				res.nextIn = wait
+			}
+		case free > 0 && allowed < min(shares[k.Key], free) && l.MaxRunning > 0 && k.Running+allowed >= l.MaxRunning:
+			// Its concurrency limit held it back: a job ending frees it.
+			res.slotBound = true
+		case n < shares[k.Key] && allowed > n:
+			res.slotBound = true
 		}
+		free -= n
 		if n < shares[k.Key] {
 			c.metrics.Throttled.WithLabelValues(k.Key).Inc()
 			c.metrics.TokenWait.WithLabelValues(k.Key).Add(wait.Seconds())

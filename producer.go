@@ -43,6 +43,12 @@ type producer struct {
 	// loops never claim more than slots plus buffer can hold.
 	reserved int
 	backlog  bool
+	// slotBound: the backlog is of limited keys, which only free slots
+	// serve (see claimResult.slotBound), so the buffer does not count.
+	slotBound bool
+	// wakeOnSlot: fetch when the next job ends, without waiting for the
+	// poll interval.
+	wakeOnSlot bool
 	// cursor is the last flow key served; the next fetch starts after it,
 	// so keys take turns.
 	cursor string
@@ -116,7 +122,7 @@ func (p *producer) loop(ctx context.Context, primary bool) {
 // holds p.mu.
 func (p *producer) room() int {
 	free := p.max - int(p.running.Load())
-	if p.backlog {
+	if p.backlog && !p.slotBound {
 		free += cap(p.ahead) - len(p.ahead)
 	}
 	return free - p.reserved
@@ -170,7 +176,9 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 				continue
 			}
 		case <-slots:
-			continue
+			if !p.takeWakeOnSlot() {
+				continue
+			}
 		}
 		if want, ok := p.reserve(1); ok {
 			return want, true
@@ -179,6 +187,15 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 		p.backlog = true // woken with no room: there is work once room frees
 		p.mu.Unlock()
 	}
+}
+
+// takeWakeOnSlot reports and clears wakeOnSlot.
+func (p *producer) takeWakeOnSlot() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.wakeOnSlot
+	p.wakeOnSlot = false
+	return w
 }
 
 func (p *producer) stopped() bool {
@@ -199,7 +216,12 @@ func (p *producer) settle(want int, res *claimResult) bool {
 	if res.cursor != "" {
 		p.cursor = res.cursor
 	}
-	p.backlog = len(res.rows) == want || res.more || p.sweeping(res)
+	// A slot-bound fetch that claimed nothing waits for a job to end (a
+	// slot, or a key's running count, frees) rather than fetching again at
+	// once, which would spin while every limited key is saturated.
+	p.slotBound = res.slotBound
+	p.wakeOnSlot = res.slotBound && len(res.rows) == 0
+	p.backlog = len(res.rows) == want || res.more || (res.slotBound && len(res.rows) > 0) || p.sweeping(res)
 	return p.backlog
 }
 
