@@ -15,6 +15,7 @@ import (
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery"
+	"github.com/keelwork/keel/modules/reservation"
 	"github.com/keelwork/keel/server/migration"
 )
 
@@ -28,6 +29,7 @@ type installedModule struct {
 
 // installed lists the modules in the binary, in start order.
 var installed = []installedModule{
+	{name: reservation.Name, lines: reservation.Lines},
 	{name: delivery.LineName, lines: delivery.Lines},
 }
 
@@ -103,6 +105,8 @@ func buildModules[TTx any](names []string, h *module.Host[TTx]) ([]module.Module
 
 func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], error) {
 	switch name {
+	case reservation.Name:
+		return reservation.New(h)
 	case delivery.LineName:
 		return delivery.New(h)
 	}

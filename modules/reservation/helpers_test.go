@@ -1,0 +1,214 @@
+package reservation
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module"
+)
+
+// The module must satisfy the seam on both drivers.
+var (
+	_ module.Module[pgx.Tx]  = (*Module[pgx.Tx])(nil)
+	_ module.Module[*sql.Tx] = (*Module[*sql.Tx])(nil)
+)
+
+// testClock is the controllable clock every decision of the module reads.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *testClock { return &testClock{t: t} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is one fresh database with the module's line migrated.
+type env[TTx any] struct {
+	driver keeldriver.Driver[TTx]
+	db     keelsql.DB[TTx]
+	schema string // PostgreSQL only
+	clock  *testClock
+}
+
+func lines(dialect string) []keelmigrate.Line { return Lines(dialect) }
+
+// t0 is a Monday 10:00 in Shanghai, the tests' reference instant.
+var t0 = time.Date(2030, 1, 7, 2, 0, 0, 0, time.UTC)
+
+// runBoth runs a test body on PostgreSQL and on SQLite, in parallel.
+func runBoth(t *testing.T, pg func(*testing.T, *env[pgx.Tx]), lite func(*testing.T, *env[*sql.Tx])) {
+	t.Helper()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		pg(t, newPGEnv(t))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		lite(t, newSQLiteEnv(t))
+	})
+}
+
+func newPGEnv(t testing.TB) *env[pgx.Tx] {
+	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: lines})
+	return &env[pgx.Tx]{driver: d, db: keelsql.Pgx(d.Pool()), schema: schema, clock: newClock(t0)}
+}
+
+func newSQLiteEnv(t testing.TB) *env[*sql.Tx] {
+	d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: lines})
+	return &env[*sql.Tx]{driver: d, db: keelsql.SQLite(d.DB()), clock: newClock(t0)}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// module builds a module on e with an insert-only client (jobs are queued,
+// not run): tests drive scans and workers by hand.
+func (e *env[TTx]) module(t testing.TB, opts ...Option) *Module[TTx] {
+	t.Helper()
+	return e.moduleOn(t, e.db, e.driver, opts...)
+}
+
+func (e *env[TTx]) moduleOn(t testing.TB, db keelsql.DB[TTx], d keeldriver.Driver[TTx], opts ...Option) *Module[TTx] {
+	t.Helper()
+	return e.moduleWith(t, db, d, nil, opts...)
+}
+
+// moduleWith is moduleOn with settings.
+func (e *env[TTx]) moduleWith(t testing.TB, db keelsql.DB[TTx], d keeldriver.Driver[TTx], settings map[string]string, opts ...Option) *Module[TTx] {
+	t.Helper()
+	opts = append([]Option{WithClock(e.clock.Now), WithRetryBackoff(time.Millisecond, time.Millisecond)}, opts...)
+	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings}, opts...)
+	if err != nil {
+		t.Fatalf("new module: %v", err)
+	}
+	client, err := keel.NewClient(d, &keel.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatalf("new client: %v", err)
+	}
+	if err := m.Start(context.Background(), client); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return m
+}
+
+// fixture is a category, a resource and a slot starting at t0.
+type fixture struct {
+	cat  *Category
+	res  *Resource
+	slot *Slot
+}
+
+func defaultSettings() CategorySettings {
+	return CategorySettings{NameZH: "工位", NameEN: "Workstation", GraceMinutes: 15, ReminderMinutes: 15,
+		AppealMinutes: 30, HoldMinutes: 10, ReleaseMode: ModeOn}
+}
+
+func setup[TTx any](t testing.TB, m *Module[TTx], capacity int) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := m.CreateCategory(ctx, "ws", defaultSettings(), "test fixture")
+	if err != nil {
+		t.Fatalf("category: %v", err)
+	}
+	res, err := m.CreateResource(ctx, "ws", "A-01", "3F")
+	if err != nil {
+		t.Fatalf("resource: %v", err)
+	}
+	slot, err := m.CreateSlot(ctx, res.ID, t0, t0.Add(time.Hour), capacity)
+	if err != nil {
+		t.Fatalf("slot: %v", err)
+	}
+	return &fixture{cat: cat, res: res, slot: slot}
+}
+
+// paid books and pays a reservation of slot for user.
+func paid[TTx any](t testing.TB, m *Module[TTx], slot int64, user string) *Reservation {
+	t.Helper()
+	ctx := context.Background()
+	r, err := m.Book(ctx, slot, user)
+	if err != nil {
+		t.Fatalf("book: %v", err)
+	}
+	r, err = m.Pay(ctx, r.ID, r.Version)
+	if err != nil {
+		t.Fatalf("pay: %v", err)
+	}
+	return r
+}
+
+func mustScan[TTx any](t testing.TB, m *Module[TTx]) *Run {
+	t.Helper()
+	run, err := m.Scan(context.Background())
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return run
+}
+
+func state[TTx any](t testing.TB, m *Module[TTx], id int64) *Reservation {
+	t.Helper()
+	r, err := m.Reservation(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get %d: %v", id, err)
+	}
+	return r
+}
+
+func held[TTx any](t testing.TB, m *Module[TTx], slot int64) int {
+	t.Helper()
+	s, err := m.slot(context.Background(), slot)
+	if err != nil {
+		t.Fatalf("slot %d: %v", slot, err)
+	}
+	return s.Held
+}
+
+// noDrift fails unless every slot's held count equals the reservations
+// holding it.
+func noDrift[TTx any](t testing.TB, m *Module[TTx]) {
+	t.Helper()
+	drifts, err := m.CheckInvariant(context.Background(), 0)
+	if err != nil {
+		t.Fatalf("invariant: %v", err)
+	}
+	if len(drifts) > 0 {
+		t.Fatalf("capacity drifted: %+v", drifts)
+	}
+}
+
+func wantState[TTx any](t testing.TB, m *Module[TTx], id int64, want State) *Reservation {
+	t.Helper()
+	r := state(t, m, id)
+	if r.State != want {
+		t.Fatalf("reservation %d is %s, want %s", id, r.State, want)
+	}
+	return r
+}

@@ -1,0 +1,11 @@
+DROP TABLE IF EXISTS rsv_run;
+DROP TABLE IF EXISTS rsv_restriction;
+DROP TABLE IF EXISTS rsv_policy;
+DROP TABLE IF EXISTS rsv_noshow;
+DROP TABLE IF EXISTS rsv_outbox;
+DROP TABLE IF EXISTS rsv_waitlist;
+DROP TABLE IF EXISTS rsv_history;
+DROP TABLE IF EXISTS rsv_reservation;
+DROP TABLE IF EXISTS rsv_slot;
+DROP TABLE IF EXISTS rsv_resource;
+DROP TABLE IF EXISTS rsv_category;

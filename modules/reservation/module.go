@@ -1,0 +1,145 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/sqlfile"
+	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module"
+)
+
+// Name is the module's name.
+const Name = "reservation"
+
+// errNotStarted is returned by operations that need the engine client
+// before Start gave it.
+var errNotStarted = errors.New("reservation: module not started")
+
+// Module is the no-show release module on a database whose transactions are
+// TTx.
+type Module[TTx any] struct {
+	h         *module.Host[TTx]
+	db        keelsql.DB[TTx]
+	q         sqlfile.Set
+	pg        bool
+	set       *settings
+	log       *slog.Logger
+	opt       options
+	met       *metrics
+	client    atomic.Pointer[keel.Client[TTx]]
+	templates pageTemplates
+
+	mu       sync.Mutex
+	stopDemo context.CancelFunc
+	demoDone chan struct{}
+}
+
+var _ module.Module[any] = (*Module[any])(nil)
+
+// New builds the module from the host's database, logger, registerer and
+// settings ("reservation.zone", "reservation.page_size", ...; see the
+// Default constants).
+func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
+	if h == nil || h.DB == nil {
+		return nil, errors.New("reservation: host has no database")
+	}
+	q, ok := queries[h.DB.Dialect()]
+	if !ok {
+		return nil, fmt.Errorf("reservation: unsupported dialect %q", h.DB.Dialect())
+	}
+	set, err := parseSettings(h.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("reservation: %w", err)
+	}
+	m := &Module[TTx]{h: h, db: h.DB, q: q, pg: h.DB.Dialect() == "postgres", set: set, log: h.Logger}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m.opt = defaultOptions()
+	for _, o := range opts {
+		o(&m.opt)
+	}
+	if m.opt.channel == nil {
+		m.opt.channel = m.defaultChannel()
+	}
+	if m.opt.publisher == nil {
+		m.opt.publisher = logPublisher{log: m.log}
+	}
+	if m.met, err = newMetrics(h.Registerer); err != nil {
+		return nil, fmt.Errorf("reservation: metrics: %w", err)
+	}
+	if m.templates, err = parseTemplates(); err != nil {
+		return nil, fmt.Errorf("reservation: templates: %w", err)
+	}
+	return m, nil
+}
+
+// Name implements module.Web.
+func (m *Module[TTx]) Name() string { return Name }
+
+// Lines implements module.Module.
+func (m *Module[TTx]) Lines() []keelmigrate.Line { return Lines(m.db.Dialect()) }
+
+// Start keeps the engine client (release transactions insert notification
+// jobs through it), refreshes the dead-letter gauge and, for `keel dev`,
+// seeds demo data and starts the demo loop.
+func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error {
+	if client == nil {
+		return errors.New("reservation: Start needs a client")
+	}
+	m.client.Store(client)
+	if err := m.refreshDeadLetters(ctx); err != nil {
+		return fmt.Errorf("reservation: start: %w", err)
+	}
+	if m.h.Demo {
+		return m.startDemo(ctx)
+	}
+	return nil
+}
+
+// Stop ends the demo loop, waiting until ctx ends at most.
+func (m *Module[TTx]) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	stop, done := m.stopDemo, m.demoDone
+	m.stopDemo, m.demoDone = nil, nil
+	m.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *Module[TTx]) engine() (*keel.Client[TTx], error) {
+	c := m.client.Load()
+	if c == nil {
+		return nil, errNotStarted
+	}
+	return c, nil
+}
+
+// now is the module's clock in UTC, truncated to microseconds so that both
+// databases store exactly the instant compared.
+func (m *Module[TTx]) now() time.Time { return m.opt.clock().UTC().Truncate(time.Microsecond) }
+
+// instance names this process in run records.
+func (m *Module[TTx]) instance() string {
+	if c := m.client.Load(); c != nil {
+		return c.ID()
+	}
+	return "unstarted"
+}
