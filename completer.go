@@ -2,6 +2,7 @@ package keel
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -121,6 +122,7 @@ func (cp *completer) flush(batch []*pendingFinish) {
 
 // recordFinish logs and counts each committed or rejected transition.
 func (c *Client[TTx]) recordFinish(results []keeldriver.JobFinishResult, batch []*pendingFinish) {
+	var keyed []string
 	for i, r := range results {
 		f := batch[i]
 		if !r.Applied {
@@ -128,6 +130,15 @@ func (c *Client[TTx]) recordFinish(results []keeldriver.JobFinishResult, batch [
 			continue
 		}
 		c.countOutcome(f.row, f.params)
+		if f.row.FlowKey != "" && !slices.Contains(keyed, f.row.Queue) {
+			keyed = append(keyed, f.row.Queue)
+		}
+	}
+	// A key at its concurrency limit has room only once its jobs' ends are
+	// committed (the limit counts running rows): tell fetchers waiting for
+	// exactly that.
+	for _, q := range keyed {
+		c.withProducer(q, (*producer).runningFreed)
 	}
 }
 

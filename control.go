@@ -215,12 +215,15 @@ func (c *Client[TTx]) Ping(ctx context.Context) error {
 func (c *Client[TTx]) WakeQueue(queue string) { c.wakeLocal(queue) }
 
 // wakeLocal wakes this client's producer of queue, if it runs one.
-func (c *Client[TTx]) wakeLocal(queue string) {
+func (c *Client[TTx]) wakeLocal(queue string) { c.withProducer(queue, (*producer).wake) }
+
+// withProducer calls f on this client's producer of queue, if it runs one.
+func (c *Client[TTx]) withProducer(queue string, f func(*producer)) {
 	c.mu.Lock()
 	p := c.producers[queue]
 	c.mu.Unlock()
 	if p != nil {
-		p.wake()
+		f(p)
 	}
 }
 

@@ -189,6 +189,14 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 	}
 }
 
+// runningFreed is called once ends of keyed jobs are committed: a fetch
+// that found its limited keys at their concurrency limit tries again now.
+func (p *producer) runningFreed() {
+	if p.takeWakeOnSlot() {
+		p.wake()
+	}
+}
+
 // takeWakeOnSlot reports and clears wakeOnSlot.
 func (p *producer) takeWakeOnSlot() bool {
 	p.mu.Lock()

@@ -153,17 +153,24 @@ var (
 // same folder resumes and does not print a new token.
 func TestDevShowsMovingWork(t *testing.T) {
 	dir := t.TempDir()
-	p := start(t, nil, "dev", "--data", dir, "--addr", "127.0.0.1:0")
+	devArgs := []string{"dev", "--data", dir, "--addr", "127.0.0.1:0", "--module-settings", "delivery.cmpp_addr=127.0.0.1:0"}
+	p := start(t, nil, devArgs...)
 	token := p.await(t, tokenLine, 30*time.Second)[1]
 	url := p.await(t, consoleLine, 30*time.Second)[1]
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var page api.Page[*api.Job]
-		if getJSON(t, url+"/api/v1/jobs?state=completed&limit=5", token, &page) == 200 && len(page.Data) > 0 {
+		var delivered struct{ Items []json.RawMessage }
+		jobs := getJSON(t, url+"/api/v1/jobs?state=completed&limit=5", token, &page) == 200 && len(page.Data) > 0
+		// The delivery module's simulators: a carrier's status report
+		// pushed to a demo customer over CMPP and acknowledged by it.
+		sms := getJSON(t, url+"/admin/operations/downstream-deliveries?status=delivered&page_size=10", token, &delivered) == 200 &&
+			len(delivered.Items) > 0
+		if jobs && sms {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no completed demo job within 60s")
+			t.Fatalf("within 60s: completed demo jobs %v, delivered SMS records %v", jobs, sms)
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval, not synchronization
 	}
@@ -171,7 +178,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v", err)
 	}
-	again := start(t, nil, "dev", "--data", dir, "--addr", "127.0.0.1:0")
+	again := start(t, nil, devArgs...)
 	again.await(t, existsLine, 30*time.Second)
 	url = again.await(t, consoleLine, 30*time.Second)[1]
 	var page api.Page[*api.Job]
@@ -198,7 +205,7 @@ func TestServesSharePause(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"KEEL_DATABASE_URL=" + dbURL, "KEEL_SCHEMA=" + schema, "KEEL_DEMO=true", "KEEL_LOG_LEVEL=warn",
-		"KEEL_QUEUES=default=5,notify=5", "KEEL_ADDR=127.0.0.1:0"}
+		"KEEL_QUEUES=default=5,notify=5", "KEEL_ADDR=127.0.0.1:0", "KEEL_MODULE_SETTINGS=delivery.cmpp_addr=127.0.0.1:0"}
 	a := start(t, env, "serve")
 	b := start(t, env, "serve")
 	urlA := a.await(t, listenLine, 30*time.Second)[1]

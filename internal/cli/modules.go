@@ -71,8 +71,9 @@ func parseModules(s string) ([]string, error) {
 	return out, nil
 }
 
-// parseModuleSettings reads "module.key=value,…".
-func parseModuleSettings(s string) (map[string]string, error) {
+// ParseModuleSettings reads "module.key=value,…" (the --module-settings
+// flag).
+func ParseModuleSettings(s string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, part := range strings.Split(s, ",") {
 		if part = strings.TrimSpace(part); part == "" {

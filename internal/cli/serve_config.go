@@ -121,7 +121,7 @@ func parseServe(v map[string]string) (*ServeOpts, error) {
 	if o.Modules, err = parseModules(v["modules"]); err != nil {
 		return nil, err
 	}
-	if o.ModuleSettings, err = parseModuleSettings(v["module-settings"]); err != nil {
+	if o.ModuleSettings, err = ParseModuleSettings(v["module-settings"]); err != nil {
 		return nil, err
 	}
 	switch o.LogLevel {
