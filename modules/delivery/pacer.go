@@ -24,9 +24,17 @@ const paceMargin = 1.05
 
 func newPacer() *pacer { return &pacer{next: map[string]time.Time{}} }
 
+// claimAlign is how long after its claim a rate-limited write goes out.
+// Claims of a key are spaced by the engine's token bucket on every
+// instance, under the key's lock; writing each at its claim instant plus a
+// fixed delay carries that spacing to the customer whichever instance
+// writes and however long the claim-to-write path took (as long as it took
+// less than this).
+const claimAlign = 150 * time.Millisecond
+
 // wait blocks until key may write again at rate per second (rate <= 0:
-// unlimited).
-func (p *pacer) wait(ctx context.Context, key string, rate float64) error {
+// unlimited), and not before claimed+claimAlign.
+func (p *pacer) wait(ctx context.Context, key string, rate float64, claimed time.Time) error {
 	if rate <= 0 {
 		return nil
 	}
@@ -36,6 +44,9 @@ func (p *pacer) wait(ctx context.Context, key string, rate float64) error {
 	at := p.next[key]
 	if at.Before(t) {
 		at = t
+	}
+	if aligned := claimed.Add(claimAlign); at.Before(aligned) {
+		at = aligned
 	}
 	p.next[key] = at.Add(gap)
 	p.prune(t)

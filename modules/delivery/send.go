@@ -75,7 +75,11 @@ func (m *Module[TTx]) sendCMPP(ctx context.Context, r *pushReq, app *Application
 // begin paces, checks the batch and claims the record.
 func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer string) (*attempt, *Record, error) {
 	row := rowOf(r.ref)
-	if err := m.pace.wait(ctx, row.FlowKey, r.rate); err != nil {
+	var claimed time.Time
+	if row.AttemptedAt != nil {
+		claimed = *row.AttemptedAt
+	}
+	if err := m.pace.wait(ctx, row.FlowKey, r.rate, claimed); err != nil {
 		return nil, nil, err
 	}
 	if err := keel.BatchCheck(ctx, r.ref); err != nil {
