@@ -255,7 +255,7 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 		rows[i] = row
 	}
 	queues := dueQueues(rows)
-	results, notified, err := c.insertRows(ctx, exec, rows, queues)
+	results, notified, err := c.insertRows(ctx, exec, rows, queues, committed)
 	if err != nil {
 		return nil, fmt.Errorf("inserting jobs: %w", err)
 	}
@@ -280,10 +280,16 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	return out, nil
 }
 
-// insertRows inserts, with the insert notification in the same round trip
-// and transaction where the driver can do that.
-func (c *Client[TTx]) insertRows(ctx context.Context, exec keeldriver.Executor, rows []*keeldriver.JobInsertParams, queues []string) ([]keeldriver.JobInsertResult, bool, error) {
-	if n, ok := exec.(keeldriver.InsertNotifier); ok && len(queues) > 0 {
+// insertRows inserts. Inside a caller's transaction the insert
+// notification goes in the same transaction where the driver can do that,
+// so it is delivered on commit: sent beside it, it would arrive before the
+// rows are visible and wake fetchers for nothing. A committed insert is
+// announced afterwards instead: on PostgreSQL a transaction that notifies
+// holds the notification queue's lock through its commit, so notifying in
+// every insert's own transaction serialized their WAL flushes (enqueue to
+// start p50 went from 7 ms to 21 ms at 1,000 jobs/s).
+func (c *Client[TTx]) insertRows(ctx context.Context, exec keeldriver.Executor, rows []*keeldriver.JobInsertParams, queues []string, committed bool) ([]keeldriver.JobInsertResult, bool, error) {
+	if n, ok := exec.(keeldriver.InsertNotifier); ok && len(queues) > 0 && !committed {
 		res, err := n.JobInsertManyNotify(ctx, rows, topicInsert, queues)
 		return res, true, err
 	}
