@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/keelwork/keel/internal/browsertest"
 	"github.com/keelwork/keel/internal/cli"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/server"
@@ -58,7 +61,8 @@ func TestServeWithModules(t *testing.T) {
 	}
 	n := servertest.WalkAuthorization(t, r.srv.API(), tokens, placeholderRequest)
 	t.Logf("walked %d routes", n)
-	visitNav(t, r.srv.URL(), tokens[auth.RoleViewer])
+	links := visitNav(t, r.srv.URL(), tokens[auth.RoleViewer])
+	browseNav(t, r.srv.URL(), tokens[auth.RoleViewer], links)
 	cancel()
 	select {
 	case err := <-done:
@@ -90,8 +94,25 @@ func placeholderRequest(method, pattern string) servertest.Request {
 	return servertest.Request{Path: path, Body: body}
 }
 
-// visitNav logs in as a viewer and opens every navigation entry.
-func visitNav(t *testing.T, base, token string) {
+// browseNav opens every navigation entry in Chromium: each page, the
+// engine's and every module's, renders without a console error.
+func browseNav(t *testing.T, base, token string, links []string) {
+	t.Helper()
+	br := browsertest.New(t, 90*time.Second)
+	br.Login(base, token)
+	for _, l := range links {
+		name := "nav" + strings.NewReplacer("/", "-").Replace(strings.TrimSuffix(l, "/"))
+		if l == "/" {
+			name = "nav-overview"
+		}
+		br.Do("open "+l, chromedp.Navigate(base+l), chromedp.WaitVisible(chromedp.CSS("main")), br.Shot(name))
+	}
+	br.CheckConsole()
+}
+
+// visitNav logs in as a viewer and opens every navigation entry; it
+// returns their paths.
+func visitNav(t *testing.T, base, token string) []string {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
@@ -116,6 +137,7 @@ func visitNav(t *testing.T, base, token string) {
 			t.Errorf("GET %s: %d\n%.500s", l, resp.StatusCode, body)
 		}
 	}
+	return links
 }
 
 // navLinks reads the href of every link inside the header's <nav>.
