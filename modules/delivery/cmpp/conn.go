@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/keelwork/keel/modules/delivery/internal/framewriter"
 )
 
 // Conn is one authenticated customer connection. Its methods are safe for
@@ -29,9 +31,7 @@ type Conn struct {
 
 	done chan struct{} // closed by teardown, when the connection starts ending
 
-	out        chan *outFrame
-	stopWriter chan struct{}
-	writerDone chan struct{}
+	wr *framewriter.Writer
 
 	seq         atomic.Uint32
 	window      chan struct{}
@@ -54,20 +54,20 @@ type Conn struct {
 func newConn(s *Server, nc net.Conn, id string) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := s.cfg.Window
-	return &Conn{
+	c := &Conn{
 		srv: s, nc: nc, br: bufio.NewReader(nc), id: id,
 		log: s.log.With("conn", id, "remote", nc.RemoteAddr().String()),
 		ctx: ctx, cancel: cancel,
 		done:        make(chan struct{}),
-		out:         make(chan *outFrame, 2*w+4),
-		stopWriter:  make(chan struct{}),
-		writerDone:  make(chan struct{}),
 		window:      make(chan struct{}, w),
 		pending:     map[uint32]*pending{},
 		expired:     make(chan *pending, w),
 		activity:    make(chan struct{}, 1),
 		submitSlots: make(chan struct{}, w),
 	}
+	// The queue holds a window of DELIVERs plus responses and link tests.
+	c.wr = framewriter.New(nc, 2*w+4, s.cfg.WriteTimeout, c.abort)
+	return c
 }
 
 // ID is unique per connection (a per-server random prefix and a counter).

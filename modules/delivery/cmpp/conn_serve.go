@@ -24,7 +24,7 @@ func (c *Conn) serve() {
 	}
 	c.log = c.log.With("app", c.account.AppID, "version", c.version.String())
 	c.bg.Add(3)
-	go func() { defer c.bg.Done(); c.writeLoop() }()
+	go func() { defer c.bg.Done(); c.wr.Run() }()
 	go func() { defer c.bg.Done(); c.keepalive() }()
 	go func() { defer c.bg.Done(); c.expireLoop() }()
 	if !c.establish() {
@@ -47,8 +47,7 @@ func (c *Conn) teardown(end readEnd) {
 			c.log.Debug("cmpp terminate_resp not sent", "err", err)
 		}
 	}
-	close(c.stopWriter)
-	<-c.writerDone
+	c.wr.Stop()
 	c.abort(end.err)
 	c.bg.Wait()
 	c.dropPending()
