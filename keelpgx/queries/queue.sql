@@ -22,12 +22,16 @@ RETURNING name, paused_at, paused_by, created_at, updated_at;
 
 -- name: QueueList
 -- A queue exists once a live job names it; listing writes its row (read
--- from keel_job_live_idx, never the finished history). The main query sees
--- keel_queue as it was before the insert, so the rows written here come from
--- RETURNING.
+-- from keel_job_live_idx and keel_job_lease_idx, never the finished
+-- history). The main query sees keel_queue as it was before the insert, so
+-- the rows written here come from RETURNING.
 WITH registered AS (
     INSERT INTO keel_queue (name, created_at, updated_at)
-    SELECT DISTINCT queue, now(), now() FROM keel_job WHERE finalized_at IS NULL
+    SELECT queue, now(), now() FROM (
+        SELECT queue FROM keel_job WHERE finalized_at IS NULL AND state <> 'running'
+        UNION
+        SELECT queue FROM keel_job WHERE state = 'running'
+    ) live
     ON CONFLICT (name) DO NOTHING
     RETURNING name, paused_at, paused_by, created_at, updated_at
 )
@@ -38,11 +42,15 @@ ORDER BY name;
 
 -- name: QueueStats
 -- One row per (queue, state) with live (not final) jobs, read from
--- keel_job_live_idx: the depth that matters, at a cost that does not grow
--- with millions of finished rows. Queues that only have a keel_queue row
--- come back once with a NULL state.
+-- keel_job_live_idx and, for running jobs (which that index leaves out, see
+-- migration 7), keel_job_lease_idx: the depth that matters, at a cost that
+-- does not grow with millions of finished rows. Queues that only have a
+-- keel_queue row come back once with a NULL state.
 WITH counts AS (
-    SELECT queue, state, count(*) AS n FROM keel_job WHERE finalized_at IS NULL GROUP BY queue, state
+    SELECT queue, state, count(*) AS n FROM keel_job
+    WHERE finalized_at IS NULL AND state <> 'running' GROUP BY queue, state
+    UNION ALL
+    SELECT queue, state, count(*) AS n FROM keel_job WHERE state = 'running' GROUP BY queue, state
 ),
 oldest AS (
     SELECT queue, min(run_at) AS run_at FROM keel_job WHERE state = 'available' GROUP BY queue
