@@ -37,6 +37,7 @@ type Client[TTx any] struct {
 
 	registry  *registry
 	completer *completer
+	announcer *announcer
 	limits    *limitCache
 	producers map[string]*producer
 
@@ -70,6 +71,9 @@ func NewClient[TTx any](driver keeldriver.Driver[TTx], config *Config) (*Client[
 		producers: map[string]*producer{},
 		stopped:   make(chan struct{}),
 	}
+	c.announcer = newAnnouncer(func(ctx context.Context, queue string) error {
+		return c.driver.Notify(ctx, topicInsert, insertPayload(queue, c.config.ID))
+	}, c.logger)
 	c.limits = &limitCache{load: func(ctx context.Context) ([]*keeltype.FlowLimit, error) {
 		return flowExec(c.driver.Executor()).FlowLimitList(ctx)
 	}}
@@ -197,6 +201,7 @@ func (c *Client[TTx]) finishStop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("keel: stopping: %w", ctx.Err())
 	}
+	c.announcer.flush()
 	c.mu.Lock()
 	select {
 	case <-c.stopped:
@@ -263,19 +268,15 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	for i, r := range results {
 		out[i] = InsertResult{Job: r.Job, Duplicate: r.Duplicate}
 	}
-	if !notified {
-		for _, q := range queues {
-			if err := c.driver.Notify(ctx, topicInsert, q); err != nil {
-				c.logger.Warn("insert notification failed; fetchers will poll", "queue", q, "error", err)
-			}
-		}
-	}
 	if committed {
 		// This process's own fetchers need no round trip through the
 		// database to learn of a committed insert.
 		for _, q := range queues {
 			c.wakeLocal(q)
 		}
+	}
+	if !notified {
+		c.announcer.announce(queues)
 	}
 	return out, nil
 }

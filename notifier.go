@@ -20,6 +20,9 @@ type notifier struct {
 	logger   interface {
 		Warn(msg string, args ...any)
 	}
+	// self is this client's ID: insert notifications it announced itself
+	// (tagged with it, see insertPayload) already woke its producers.
+	self string
 	mu   sync.Mutex
 	subs map[string][]func()
 	ok   bool
@@ -29,6 +32,7 @@ func newNotifier[TTx any](c *Client[TTx]) *notifier {
 	return &notifier{
 		listener: c.driver.Listener(),
 		logger:   c.logger,
+		self:     c.config.ID,
 		subs:     map[string][]func(){},
 		onLimits: c.limits.invalidate,
 		onCancel: func(id int64) {
@@ -96,7 +100,11 @@ func (n *notifier) sleep(ctx context.Context, d time.Duration) {
 func (n *notifier) dispatch(note *keeldriver.Notification) {
 	switch note.Topic {
 	case topicInsert:
-		n.wakeQueue(note.Payload)
+		queue, sender, tagged := strings.Cut(note.Payload, " ")
+		if tagged && sender == n.self {
+			return
+		}
+		n.wakeQueue(queue)
 	case topicControl:
 		if rest, ok := strings.CutPrefix(note.Payload, "cancel:"); ok {
 			if id, err := strconv.ParseInt(rest, 10, 64); err == nil {

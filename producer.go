@@ -49,6 +49,11 @@ type producer struct {
 	// wakeOnSlot: fetch when the next job ends, without waiting for the
 	// poll interval.
 	wakeOnSlot bool
+	// deferredWake: a wake-up found no room because claims in flight had
+	// reserved it; the next settle passes it on. Those claims may have
+	// started before the rows that caused the wake-up were committed, and
+	// nothing else would fetch them before the poll interval.
+	deferredWake bool
 	// cursor is the last flow key served; the next fetch starts after it,
 	// so keys take turns.
 	cursor string
@@ -185,6 +190,7 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 		}
 		p.mu.Lock()
 		p.backlog = true // woken with no room: there is work once room frees
+		p.deferredWake = p.reserved > 0
 		p.mu.Unlock()
 	}
 }
@@ -230,6 +236,10 @@ func (p *producer) settle(want int, res *claimResult) bool {
 	p.slotBound = res.slotBound
 	p.wakeOnSlot = res.slotBound && len(res.rows) == 0
 	p.backlog = len(res.rows) == want || res.more || (res.slotBound && len(res.rows) > 0) || p.sweeping(res)
+	if p.deferredWake {
+		p.deferredWake = false
+		signal(p.wakeCh)
+	}
 	return p.backlog
 }
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,63 @@ func TestConfig(t *testing.T) {
 	}
 	if d.Dialect() != "postgres" || !d.SupportsListener() {
 		t.Fatal("capabilities")
+	}
+}
+
+// TestClaimPool: the claim statements' pool takes its connections from the
+// configured total, runs with generic plans and no sequential scans, and
+// can be turned off; the main pool keeps the planner's defaults.
+func TestClaimPool(t *testing.T) {
+	ctx := context.Background()
+	withConns := func(n string) string {
+		u := testURL()
+		if strings.Contains(u, "?") {
+			return u + "&pool_max_conns=" + n
+		}
+		return u + "?pool_max_conns=" + n
+	}
+	show := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}, setting string) string {
+		var v string
+		if err := q.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&v); err != nil {
+			t.Fatalf("reading %s: %v", setting, err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		url              string
+		cfg              *Config
+		main, claimConns int32
+	}{
+		{withConns("8"), nil, 6, 2},
+		{withConns("40"), nil, 36, DefaultClaimConns},
+		{withConns("8"), &Config{ClaimConns: -1}, 8, 0},
+		{withConns("8"), &Config{ClaimConns: 3}, 5, 3},
+		{withConns("1"), nil, 1, 0},
+	} {
+		d, err := Open(ctx, c.url, c.cfg)
+		if err != nil {
+			t.Fatalf("opening %s: %v", c.url, err)
+		}
+		if got := d.Pool().Config().MaxConns; got != c.main {
+			t.Errorf("%s %+v: main pool %d, want %d", c.url, c.cfg, got, c.main)
+		}
+		if c.claimConns == 0 {
+			if d.claims != nil {
+				t.Errorf("%s %+v: claim pool opened", c.url, c.cfg)
+			}
+		} else {
+			if got := d.claims.Config().MaxConns; got != c.claimConns {
+				t.Errorf("%s %+v: claim pool %d, want %d", c.url, c.cfg, got, c.claimConns)
+			}
+			if show(d.claims, "plan_cache_mode") != "force_generic_plan" || show(d.claims, "enable_seqscan") != "off" {
+				t.Errorf("claim pool settings not applied")
+			}
+		}
+		if show(d.Pool(), "plan_cache_mode") != "auto" || show(d.Pool(), "enable_seqscan") != "on" {
+			t.Errorf("main pool settings changed")
+		}
+		d.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/keelwork/keel/keeldriver"
 )
@@ -21,10 +22,13 @@ type dbtx interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// executor implements keeldriver.Executor over a dbtx.
+// executor implements keeldriver.Executor over a dbtx. claim runs the
+// claim statements: the claim pool for the pool's executor, the same
+// transaction inside one.
 type executor struct {
-	d  *Driver
-	db dbtx
+	d     *Driver
+	db    dbtx
+	claim dbtx
 }
 
 var _ keeldriver.Executor = (*executor)(nil)
@@ -36,7 +40,7 @@ func (e *executor) Begin(ctx context.Context) (keeldriver.ExecutorTx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: beginning transaction: %w", err)
 	}
-	return &executorTx{executor: executor{d: e.d, db: tx}, tx: tx, owned: true}, nil
+	return &executorTx{executor: executor{d: e.d, db: tx, claim: tx}, tx: tx, owned: true}, nil
 }
 
 // Exec runs raw SQL. Without args pgx uses the simple protocol, so a
@@ -79,42 +83,53 @@ func (t *executorTx) Rollback(ctx context.Context) error {
 	return nil
 }
 
-// poolDB is the driver's pool, refusing work after Close with ErrClosed
-// rather than pgx's generic closed-pool error.
-type poolDB struct{ d *Driver }
+// poolDB is the driver's pool (or, with claims set, its claim pool),
+// refusing work after Close with ErrClosed rather than pgx's generic
+// closed-pool error.
+type poolDB struct {
+	d      *Driver
+	claims bool
+}
+
+func (p poolDB) pool() *pgxpool.Pool {
+	if p.claims {
+		return p.d.claims
+	}
+	return p.d.pool
+}
 
 func (p poolDB) Begin(ctx context.Context) (pgx.Tx, error) {
 	if p.d.closed.Load() {
 		return nil, keeldriver.ErrClosed
 	}
-	return p.d.pool.Begin(ctx)
+	return p.pool().Begin(ctx)
 }
 
 func (p poolDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if p.d.closed.Load() {
 		return pgconn.CommandTag{}, keeldriver.ErrClosed
 	}
-	return p.d.pool.Exec(ctx, sql, args...)
+	return p.pool().Exec(ctx, sql, args...)
 }
 
 func (p poolDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if p.d.closed.Load() {
 		return nil, keeldriver.ErrClosed
 	}
-	return p.d.pool.Query(ctx, sql, args...)
+	return p.pool().Query(ctx, sql, args...)
 }
 
 func (p poolDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if p.d.closed.Load() {
 		return errRow{keeldriver.ErrClosed}
 	}
-	return p.d.pool.QueryRow(ctx, sql, args...)
+	return p.pool().QueryRow(ctx, sql, args...)
 }
 
 // SendBatch is not guarded here: pgx.BatchResults has no error-only form,
 // so callers check Driver.closed before batching.
 func (p poolDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return p.d.pool.SendBatch(ctx, b)
+	return p.pool().SendBatch(ctx, b)
 }
 
 type errRow struct{ err error }

@@ -56,7 +56,7 @@ func (e *executor) FlowKeysAvailable(ctx context.Context, p *keeldriver.FlowKeys
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := e.db.Query(ctx, sqlFlowKeysAvailable, p.Queue, p.After, p.Limit)
+	rows, err := e.claim.Query(ctx, sqlFlowKeysAvailable, p.Queue, p.After, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: listing available flow keys: %w", err)
 	}
@@ -92,7 +92,7 @@ func (e *executor) JobClaimKeys(ctx context.Context, p *keeldriver.JobClaimKeysP
 	if total == 0 {
 		return nil, nil
 	}
-	rows, err := e.db.Query(ctx, sqlJobClaimKeys, p.Keys, ns, p.Queue, p.Owner, micros(p.LeaseDuration), nullTime(p.Now))
+	rows, err := e.claim.Query(ctx, sqlJobClaimKeys, p.Keys, ns, p.Queue, p.Owner, micros(p.LeaseDuration), nullTime(p.Now))
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: claiming jobs by flow key: %w", err)
 	}
