@@ -94,6 +94,23 @@ func (c *Client[TTx]) FlowLimitDelete(ctx context.Context, pattern, queue, reaso
 	return err
 }
 
+// FlowLimitOf returns the limit that governs key's claims in queue, or nil
+// when none does: the same match the claims make (exact pattern first, then
+// the longest prefix, a queue's own limit before one for every queue), read
+// from this client's cached limits, which a limit change anywhere refreshes.
+// A worker that must keep a key's rate beyond the claim (pacing its writes
+// to a counterpart) asks this rather than keeping the rate a second time.
+func (c *Client[TTx]) FlowLimitOf(ctx context.Context, key, queue string) (*keeltype.FlowLimit, error) {
+	set, err := c.limits.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading flow limits: %w", err)
+	}
+	if set, err = c.batchLimitsFresh(ctx, []string{key}, queue, set); err != nil {
+		return nil, fmt.Errorf("reading flow limits: %w", err)
+	}
+	return set.match(key, queue), nil
+}
+
 // FlowLimits lists configured limits.
 func (c *Client[TTx]) FlowLimits(ctx context.Context) ([]*keeltype.FlowLimit, error) {
 	return flowExec(c.driver.Executor()).FlowLimitList(ctx)

@@ -3,6 +3,7 @@ package keel_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -124,4 +125,42 @@ func TestInsertTxWakesOnCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv(t, ran)
+}
+
+// TestHeldKeysBeyondOneClaim: one claim serves at most 16 flow keys; when a
+// client holds more keys than that, one wake-up must still reach the jobs of
+// every key, not only the 16 listed first. With the poll an hour away, only
+// fetching on through the rotation can run all 40 jobs (one per key, so no
+// key fills its share and signals a backlog by itself).
+func TestHeldKeysBeyondOneClaim(t *testing.T) {
+	both(t, testHeldKeysBeyondOneClaim[pgx.Tx], testHeldKeysBeyondOneClaim[*sql.Tx])
+}
+
+func testHeldKeysBeyondOneClaim[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
+	ctx := context.Background()
+	const keys = 40
+	held := &heldKeys{}
+	params := make([]keel.InsertParams, keys)
+	for i := range keys {
+		k := fmt.Sprintf("app-%02d", i)
+		held.add(k)
+		params[i] = keel.InsertParams{Args: keyArgs{}, Opts: &keel.InsertOpts{FlowKey: k}}
+	}
+	ran := make(chan [2]string, keys)
+	workers := keel.NewWorkers()
+	keel.AddWorker(workers, &heldWorker{client: "A", ran: ran})
+	cfg := fastConfig(workers)
+	cfg.FetchPollInterval = time.Hour
+	cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 64, FlowKeys: held.get}}
+	c := startClient(t, d, cfg)
+	if _, err := c.InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range keys {
+		seen[recv(t, ran)[1]] = true
+	}
+	if len(seen) != keys {
+		t.Fatalf("jobs of %d keys ran, want %d", len(seen), keys)
+	}
 }

@@ -244,14 +244,21 @@ func (p *producer) settle(want int, res *claimResult) bool {
 }
 
 // sweeping reports whether to fetch again at once because the last fetch
-// listed only some of the keys with backlog and claimed nothing from them
-// (all throttled or paused): the next fetch starts after them. It stops once
-// the listing wraps around to where the fruitless sweep began, so keys that
-// are all throttled cost one pass, not a busy loop. Caller holds p.mu.
+// listed only some of the keys it may claim from (the listing was cut at
+// keysPerClaim): the keys after them may have backlog that no notification
+// will announce (held keys, a backlog that outlived its wake-up). A fetch
+// that claimed something goes on to the next keys; one that claimed nothing
+// (all throttled, paused or empty) starts a fruitless sweep, which stops once
+// the listing wraps around to where it began, so keys that are all empty or
+// throttled cost one pass, not a busy loop. Caller holds p.mu.
 func (p *producer) sweeping(res *claimResult) bool {
-	if len(res.rows) > 0 || !res.truncated {
+	if !res.truncated {
 		p.sweepFrom = ""
 		return false
+	}
+	if len(res.rows) > 0 {
+		p.sweepFrom = ""
+		return true
 	}
 	if p.sweepFrom == "" {
 		p.sweepFrom = res.keys[0]

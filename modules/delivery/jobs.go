@@ -73,7 +73,7 @@ func (w *pushWorker[TTx]) Work(ctx context.Context, job *keel.Job[PushArgs]) err
 		// that fails.
 		if app, ok := m.apps.get(job.Args.AppID); ok && app.Accepts(job.Args.RecordKind) {
 			err := m.send(ctx, &pushReq{ref: job, appID: app.ID, from: []Status{StatusPending},
-				sender: "push", rate: app.Rate, inline: m.set.AckInline})
+				sender: "push", inline: m.set.AckInline})
 			if !errors.Is(err, errRedecide) {
 				return err
 			}
@@ -89,7 +89,7 @@ func (w *pushWorker[TTx]) Work(ctx context.Context, job *keel.Job[PushArgs]) err
 		if v.kind == vSkip && rec != nil && rec.Status == StatusPending {
 			m.failUnsent(ctx, rec, v.code)
 		}
-		err = m.act(ctx, job, v, rec, "push", appRate(app), m.set.AckInline)
+		err = m.act(ctx, job, v, rec, "push", m.set.AckInline)
 		if !errors.Is(err, errRedecide) {
 			return err
 		}
@@ -119,7 +119,7 @@ func (w *requeueWorker[TTx]) Work(ctx context.Context, job *keel.Job[RequeueArgs
 		v := decideItem(rec, app, &job.Args, job.ID, job.BatchID, time.Now())
 		// A quick ACK is awaited in place: a parked item is claimed again
 		// when woken, which would spend a second token of the rate.
-		err = m.act(ctx, job, v, rec, sender, m.batchRate(ctx, job.BatchID), m.set.AckInline)
+		err = m.act(ctx, job, v, rec, sender, m.set.AckInline)
 		if !errors.Is(err, errRedecide) {
 			return err
 		}
@@ -135,13 +135,6 @@ func (w *requeueWorker[TTx]) Timeout(job *keel.Job[RequeueArgs]) time.Duration {
 	return w.m.jobTimeout()
 }
 
-func appRate(app *Application) float64 {
-	if app == nil {
-		return 0
-	}
-	return app.Rate
-}
-
 // readRecord returns nil (no error) for a record that does not exist.
 func (m *Module[TTx]) readRecord(ctx context.Context, id int64) (*Record, error) {
 	rec, err := m.st.record(ctx, id)
@@ -152,11 +145,11 @@ func (m *Module[TTx]) readRecord(ctx context.Context, id int64) (*Record, error)
 }
 
 // act carries out a verdict for the job behind ref.
-func (m *Module[TTx]) act(ctx context.Context, ref jobRef, v verdict, rec *Record, sender string, rate float64, inline time.Duration) error {
+func (m *Module[TTx]) act(ctx context.Context, ref jobRef, v verdict, rec *Record, sender string, inline time.Duration) error {
 	switch v.kind {
 	case vSend:
 		return m.send(ctx, &pushReq{ref: ref, rec: rec, appID: rec.AppID, from: v.from, version: v.version,
-			sender: sender, rate: rate, inline: inline})
+			sender: sender, inline: inline})
 	case vSkip:
 		return keel.JobSkip(v.code)
 	case vWaitExternal:

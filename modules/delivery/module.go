@@ -58,7 +58,6 @@ type Module[TTx any] struct {
 
 	mu    sync.Mutex
 	tasks []int64
-	rates map[int64]taskRate
 
 	srv     *cmpp.Server
 	up      *upstream[TTx]
@@ -66,11 +65,6 @@ type Module[TTx any] struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started bool
-}
-
-type taskRate struct {
-	rate float64
-	at   time.Time
 }
 
 var _ module.Module[any] = (*Module[any])(nil)
@@ -93,7 +87,6 @@ func New[TTx any](h *module.Host[TTx]) (*Module[TTx], error) {
 	m := &Module[TTx]{
 		h: h, set: set, log: log, st: st, apps: newAppCache(), links: newLinks(set.Window),
 		track: newTracker(), pace: newPacer(), pres: &presence{}, beatNow: make(chan struct{}, 1),
-		rates: map[int64]taskRate{},
 	}
 	m.acks = newApplier(st, m.client.Load, log)
 	m.claims = newClaimer(st, log)
@@ -250,22 +243,18 @@ func (m *Module[TTx]) setAppLimit(ctx context.Context, a *Application) error {
 	return err
 }
 
-// batchRate is a task's rate per application, for pacing its writes.
-func (m *Module[TTx]) batchRate(ctx context.Context, id int64) float64 {
-	m.mu.Lock()
-	r, ok := m.rates[id]
-	m.mu.Unlock()
-	if ok && time.Since(r.at) < time.Minute {
-		return r.rate
-	}
-	b, err := m.client.Load().BatchGet(ctx, id)
-	if err != nil {
+// keyRate is the rate the engine holds claims of key to (per second; 0:
+// none), which the pacer carries to the customer's side. It is the
+// engine's own limit for the key, not the application's setting, so a key
+// whose limit was lifted (or a task's key, limited by the task) is paced by
+// what actually spaced its claims: an unlimited key's writes go out at
+// once rather than a pacing delay after their claim.
+func (m *Module[TTx]) keyRate(ctx context.Context, key string) float64 {
+	l, err := m.client.Load().FlowLimitOf(ctx, key, QueueName)
+	if err != nil || l == nil {
 		return 0
 	}
-	m.mu.Lock()
-	m.rates[id] = taskRate{rate: b.Rate, at: time.Now()}
-	m.mu.Unlock()
-	return b.Rate
+	return l.Rate
 }
 
 // jobTimeout bounds one run of a delivery job: the window wait, the write

@@ -19,7 +19,6 @@ type pushReq struct {
 	from    []Status
 	version int64 // 0: any
 	sender  string
-	rate    float64       // per second for the job's flow key (pacing)
 	inline  time.Duration // how long the job keeps its slot for a quick outcome
 }
 
@@ -79,7 +78,7 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 	if row.AttemptedAt != nil {
 		claimed = *row.AttemptedAt
 	}
-	if err := m.pace.wait(ctx, row.FlowKey, r.rate, claimed); err != nil {
+	if err := m.pace.wait(ctx, row.FlowKey, m.keyRate(ctx, row.FlowKey), claimed); err != nil {
 		return nil, nil, err
 	}
 	if err := keel.BatchCheck(ctx, r.ref); err != nil {
