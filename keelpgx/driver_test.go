@@ -182,7 +182,8 @@ func TestClaimPool(t *testing.T) {
 		main, claimConns int32
 	}{
 		{withConns("8"), nil, 6, 2},
-		{withConns("40"), nil, 36, DefaultClaimConns},
+		{withConns("40"), nil, 32, DefaultClaimConns},
+		{withConns("20"), nil, 15, 5},
 		{withConns("8"), &Config{ClaimConns: -1}, 8, 0},
 		{withConns("8"), &Config{ClaimConns: 3}, 5, 3},
 		{withConns("1"), nil, 1, 0},

@@ -86,7 +86,7 @@ func (e *executor) JobFinishMany(ctx context.Context, params []*keeldriver.JobFi
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: finishing jobs: %w", err)
 	}
-	rows, err := e.db.Query(ctx, sqlJobFinishMany, c.id, c.fence, c.state, c.runAt, c.result, c.errEntry,
+	rows, err := e.claim.Query(ctx, sqlJobFinishMany, c.id, c.fence, c.state, c.runAt, c.result, c.errEntry,
 		c.waitReason, c.waitDeadline, c.attemptDelta, c.needsCheck, c.now)
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: finishing jobs: %w", err)

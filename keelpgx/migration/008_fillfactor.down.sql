@@ -1,0 +1,1 @@
+ALTER TABLE keel_job RESET (fillfactor);

@@ -1,0 +1,19 @@
+-- Engine line, version 8: keel_job pages are filled to half on insert.
+--
+-- A job's row is written three times (inserted, claimed, finished), and a
+-- state change is never a HOT update (state is indexed), so each write is a
+-- new row version. With full pages every claim and every finish put its
+-- version on another page: the table grew by a page every few dozen jobs,
+-- which, once the table outgrew shared_buffers (a million finished rows
+-- with Debian's 128 MB), meant evicting a buffer for nearly every batch of
+-- versions. With room left on the page, the claim's and the finish's
+-- versions land beside the inserted one, and page pruning reclaims the dead
+-- ones in place. Measured with 5,000,000 finished rows in the table (drain
+-- of 100,000 jobs, 100 workers): 77% of the empty-table figure before,
+-- 87% after; continuous insert-and-work throughput unchanged (21,800 vs
+-- 21,800 jobs/s). The cost is space: finished rows take up to twice the
+-- pages, bounded by retention.
+--
+-- Changing the fillfactor takes a SHARE UPDATE EXCLUSIVE lock (inserts,
+-- claims and reads go on) and applies to pages written from now on.
+ALTER TABLE keel_job SET (fillfactor = 50);
