@@ -2,10 +2,11 @@ package cmpp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/keelwork/keel/modules/delivery/internal/gwconn"
 )
 
 // Defaults, from the spec's recommended C, T, N and W.
@@ -105,30 +106,19 @@ func setDuration(d *time.Duration, def time.Duration) {
 	}
 }
 
+// session is what each connection's gwconn.Session runs on.
+func (c Config) session() gwconn.Config {
+	return gwconn.Config{Window: c.Window, WriteTimeout: c.WriteTimeout, AckTimeout: c.AckTimeout,
+		LinkIdle: c.ActiveTestIdle, LinkTimeout: c.ActiveTestTimeout, LinkMisses: c.ActiveTestMisses, Errors: sessionErrors}
+}
+
 func (c Config) validate() error {
 	var errs []error
 	if c.GatewayID > MaxGatewayID {
 		errs = append(errs, fmt.Errorf("GatewayID %d exceeds %d", c.GatewayID, MaxGatewayID))
 	}
-	if c.Authenticate == nil {
-		errs = append(errs, errors.New("Authenticate is required"))
-	}
-	if c.Handler == nil {
-		errs = append(errs, errors.New("Handler is required"))
-	}
-	for name, d := range map[string]time.Duration{
-		"ActiveTestIdle": c.ActiveTestIdle, "ActiveTestTimeout": c.ActiveTestTimeout,
-		"AckTimeout": c.AckTimeout, "ConnectTimeout": c.ConnectTimeout, "WriteTimeout": c.WriteTimeout,
-	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
-		}
-	}
-	if c.ActiveTestMisses < 0 || c.Window < 0 {
-		errs = append(errs, fmt.Errorf("ActiveTestMisses %d and Window %d must not be negative", c.ActiveTestMisses, c.Window))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("cmpp config: %w", err)
-	}
-	return nil
+	durations := map[string]time.Duration{"ActiveTestIdle": c.ActiveTestIdle, "ActiveTestTimeout": c.ActiveTestTimeout,
+		"AckTimeout": c.AckTimeout, "ConnectTimeout": c.ConnectTimeout, "WriteTimeout": c.WriteTimeout}
+	return gwconn.Limits{Authenticate: c.Authenticate != nil, Handler: c.Handler != nil, Durations: durations,
+		MissesName: "ActiveTestMisses", Misses: c.ActiveTestMisses, Window: c.Window}.Validate("cmpp", errs...)
 }

@@ -28,7 +28,7 @@ func (c *Conn) handshake() error {
 		return fmt.Errorf("%w: client sent %#x", ErrUnsupportedVersion, uint8(req.Version))
 	}
 	c.version, c.clientVersion = req.Version.Family(), req.Version
-	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	ctx, cancel := context.WithDeadline(c.s.Context(), deadline)
 	defer cancel()
 	acct, err := c.authenticate(ctx, req)
 	if err != nil {

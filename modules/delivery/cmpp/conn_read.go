@@ -11,9 +11,9 @@ func (c *Conn) readLoop() readEnd {
 	for {
 		frame, err := ReadFrame(c.br, max)
 		if err != nil {
-			return readEnd{err: c.readErr(err)}
+			return readEnd{err: c.s.ReadErr(err)}
 		}
-		c.touch()
+		c.s.Touch()
 		h, p, err := Decode(c.version, frame)
 		if err != nil {
 			if end, stop := c.badPDU(h, err); stop {
@@ -24,14 +24,6 @@ func (c *Conn) readLoop() readEnd {
 		if end, stop := c.dispatch(h, p); stop {
 			return end
 		}
-	}
-}
-
-// touch tells the keepalive loop the peer is alive.
-func (c *Conn) touch() {
-	select {
-	case c.activity <- struct{}{}:
-	default:
 	}
 }
 
@@ -69,7 +61,7 @@ func (c *Conn) dispatch(h Header, p PDU) (readEnd, bool) {
 	case *Terminate:
 		return readEnd{replySeq: &h.Seq}, true
 	case *TerminateResp:
-		if c.terminating.Load() {
+		if c.s.Leaving() {
 			return readEnd{}, true
 		}
 		c.log.Warn("cmpp unsolicited terminate_resp", "seq", h.Seq)

@@ -4,22 +4,12 @@ package cmpp
 // once per connection; when all slots are busy the read loop waits, which
 // is the spec's window applied to the client.
 func (c *Conn) startSubmit(seq uint32, s *Submit) {
-	select {
-	case c.submitSlots <- struct{}{}:
-	case <-c.ctx.Done():
-		return
-	}
-	c.submits.Add(1)
-	go func() {
-		defer c.submits.Done()
-		defer func() { <-c.submitSlots }()
-		c.submit(seq, s)
-	}()
+	c.s.Submit(func() { c.submit(seq, s) })
 }
 
 func (c *Conn) submit(seq uint32, s *Submit) {
 	id := c.srv.ids.Next()
-	result := c.srv.cfg.Handler.Submit(c.ctx, c, id, s)
+	result := c.srv.cfg.Handler.Submit(c.s.Context(), c, id, s)
 	if c.version == V20 && result > 0xff {
 		c.log.Error("cmpp submit result does not fit 2.0, sending 9", "result", result, "msg_id", id.String())
 		result = ResultOther

@@ -1,21 +1,7 @@
 package cmpp
 
-import (
-	"errors"
-
-	"github.com/keelwork/keel/modules/delivery/internal/framewriter"
-)
-
-// closedAs reports a stopped writer as this package's ErrConnClosed.
-func closedAs(err error) error {
-	if errors.Is(err, framewriter.ErrStopped) {
-		return ErrConnClosed
-	}
-	return err
-}
-
 // writeWait queues b and returns once it is written or cannot be.
-func (c *Conn) writeWait(b []byte) error { return closedAs(c.wr.SendWait(b)) }
+func (c *Conn) writeWait(b []byte) error { return c.s.SendWait(b) }
 
 // sendPDU queues p without waiting for the write.
 func (c *Conn) sendPDU(seq uint32, p PDU) error {
@@ -23,5 +9,5 @@ func (c *Conn) sendPDU(seq uint32, p PDU) error {
 	if err != nil {
 		return err
 	}
-	return closedAs(c.wr.Send(b))
+	return c.s.Send(b)
 }

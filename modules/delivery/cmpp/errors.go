@@ -1,6 +1,10 @@
 package cmpp
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/keelwork/keel/modules/delivery/internal/gwconn"
+)
 
 // Codec errors. Decode wraps one of them with the field that failed.
 var (
@@ -33,3 +37,7 @@ var (
 	// ActiveTestMisses link tests in a row.
 	ErrActiveTestTimeout = errors.New("cmpp: peer did not answer active tests")
 )
+
+// sessionErrors are this package's values for what gwconn reports.
+var sessionErrors = gwconn.Errors{ConnClosed: ErrConnClosed, WindowFull: ErrWindowFull,
+	ServerClosed: ErrServerClosed, PeerClosed: ErrPeerClosed}

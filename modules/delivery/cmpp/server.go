@@ -2,31 +2,20 @@ package cmpp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/keelwork/keel/modules/delivery/internal/gwconn"
 )
 
 // Server is the gateway's CMPP listener: customers (SPs) connect to it,
 // submit messages and receive DELIVERs (status reports and MO).
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	ids   *MsgIDGenerator
-	nonce string
-	count atomic.Uint64
-
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[*Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup // the accept loop and every connection
+	cfg Config
+	log *slog.Logger
+	ids *MsgIDGenerator
+	gw  *gwconn.Server[*Conn]
 }
 
 // NewServer validates cfg, fills its defaults and returns a server that
@@ -40,49 +29,21 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cmpp config: %w", err)
 	}
-	var nonce [4]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, fmt.Errorf("reading connection id nonce: %w", err)
-	}
-	return &Server{
-		cfg: cfg, log: cfg.Logger, ids: ids,
-		nonce: hex.EncodeToString(nonce[:]),
-		conns: map[*Conn]struct{}{},
-	}, nil
+	s := &Server{cfg: cfg, log: cfg.Logger, ids: ids}
+	s.gw = gwconn.NewServer(gwconn.Hooks[*Conn]{Proto: "cmpp", Log: cfg.Logger, Closed: ErrServerClosed,
+		New: s.newConn, Serve: (*Conn).serve, Terminate: (*Conn).terminate, Abort: (*Conn).abort})
+	return s, nil
 }
 
 // Start listens on Config.Addr and returns once the listener is open;
 // connections are served in the background until Close. ctx bounds the
 // listen call only.
 func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrServerClosed
-	}
-	if s.ln != nil {
-		return errors.New("cmpp: server already started")
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
-	}
-	s.ln = ln
-	s.wg.Add(1)
-	go s.acceptLoop(ln)
-	s.log.Info("cmpp server listening", "addr", ln.Addr().String(), "gateway_id", s.cfg.GatewayID)
-	return nil
+	return s.gw.Listen(ctx, s.cfg.Addr, "gateway_id", s.cfg.GatewayID)
 }
 
 // Addr is the listening address, nil before Start.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
+func (s *Server) Addr() net.Addr { return s.gw.Addr() }
 
 // NewMsgID allocates a Msg_Id from the server's generator, for callers
 // that want a DELIVER's Msg_Id before sending it.
@@ -93,85 +54,4 @@ func (s *Server) NewMsgID() MsgID { return s.ids.Next() }
 // the socket). When ctx ends first the remaining connections are dropped
 // and ctx's error returned. Every Disconnected has returned when Close
 // returns. Close may be called again; later calls only wait.
-func (s *Server) Close(ctx context.Context) error {
-	s.mu.Lock()
-	first := !s.closed
-	s.closed = true
-	ln := s.ln
-	conns := s.snapshot()
-	s.mu.Unlock()
-	if first {
-		if ln != nil {
-			ln.Close()
-		}
-		for _, c := range conns {
-			c.terminate()
-		}
-	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		s.mu.Lock()
-		conns = s.snapshot()
-		s.mu.Unlock()
-		for _, c := range conns {
-			c.abort(ErrServerClosed)
-		}
-		<-done
-		return fmt.Errorf("closing cmpp server: %w", ctx.Err())
-	}
-}
-
-func (s *Server) snapshot() []*Conn {
-	conns := make([]*Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	return conns
-}
-
-func (s *Server) acceptLoop(ln net.Listener) {
-	defer s.wg.Done()
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Error("cmpp accept failed", "err", err, "retry_in", backoff)
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		s.admit(nc)
-	}
-}
-
-// admit registers and serves a new socket unless the server is closing.
-func (s *Server) admit(nc net.Conn) {
-	c := newConn(s, nc, fmt.Sprintf("%s-%d", s.nonce, s.count.Add(1)))
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		nc.Close()
-		return
-	}
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		c.serve()
-	}()
-}
-
-func (s *Server) forget(c *Conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-}
+func (s *Server) Close(ctx context.Context) error { return s.gw.Close(ctx) }

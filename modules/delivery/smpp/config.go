@@ -2,10 +2,11 @@ package smpp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/keelwork/keel/modules/delivery/internal/gwconn"
 )
 
 // Defaults. The enquire_link figures follow the CMPP server's C, T and N
@@ -102,30 +103,19 @@ func (c Config) withDefaults() (Config, error) {
 	return c, c.validate()
 }
 
+// session is what each connection's gwconn.Session runs on.
+func (c Config) session() gwconn.Config {
+	return gwconn.Config{Window: c.Window, WriteTimeout: c.WriteTimeout, AckTimeout: c.AckTimeout,
+		LinkIdle: c.EnquireLinkIdle, LinkTimeout: c.EnquireLinkTimeout, LinkMisses: c.EnquireLinkMisses, Errors: sessionErrors}
+}
+
 func (c Config) validate() error {
 	var errs []error
 	if len(c.SystemID) > 15 {
 		errs = append(errs, fmt.Errorf("SystemID %q is longer than 15 bytes", c.SystemID))
 	}
-	if c.Authenticate == nil {
-		errs = append(errs, errors.New("Authenticate is required"))
-	}
-	if c.Handler == nil {
-		errs = append(errs, errors.New("Handler is required"))
-	}
-	for name, d := range map[string]time.Duration{
-		"EnquireLinkIdle": c.EnquireLinkIdle, "EnquireLinkTimeout": c.EnquireLinkTimeout,
-		"AckTimeout": c.AckTimeout, "BindTimeout": c.BindTimeout, "WriteTimeout": c.WriteTimeout,
-	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
-		}
-	}
-	if c.EnquireLinkMisses < 0 || c.Window < 0 {
-		errs = append(errs, fmt.Errorf("EnquireLinkMisses %d and Window %d must not be negative", c.EnquireLinkMisses, c.Window))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("smpp config: %w", err)
-	}
-	return nil
+	durations := map[string]time.Duration{"EnquireLinkIdle": c.EnquireLinkIdle, "EnquireLinkTimeout": c.EnquireLinkTimeout,
+		"AckTimeout": c.AckTimeout, "BindTimeout": c.BindTimeout, "WriteTimeout": c.WriteTimeout}
+	return gwconn.Limits{Authenticate: c.Authenticate != nil, Handler: c.Handler != nil, Durations: durations,
+		MissesName: "EnquireLinkMisses", Misses: c.EnquireLinkMisses, Window: c.Window}.Validate("smpp", errs...)
 }

@@ -2,13 +2,11 @@ package smpp
 
 import (
 	"bufio"
-	"context"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 
-	"github.com/keelwork/keel/modules/delivery/internal/framewriter"
+	"github.com/keelwork/keel/modules/delivery/internal/gwconn"
 )
 
 // maxSeq is the largest sequence_number; SMPP numbers run 1 to 0x7FFFFFFF.
@@ -29,47 +27,13 @@ type Conn struct {
 	ifVersion uint8
 	account   Account
 
-	ctx    context.Context // cancelled once the socket is gone
-	cancel context.CancelFunc
-
-	done chan struct{} // closed by teardown, when the connection starts ending
-
-	wr *framewriter.Writer
-
-	seq         atomic.Uint32
-	window      chan struct{}
-	mu          sync.Mutex
-	pending     map[uint32]*pending
-	late        lateAcks
-	expired     chan *pending
-	established bool
-	stopping    bool
-	cause       error // the first reason the connection was dropped
-	causeSet    bool
-	unbinding   atomic.Bool // we sent unbind
-
-	activity    chan struct{}
-	submitSlots chan struct{}
-	submits     sync.WaitGroup
-	bg          sync.WaitGroup
+	s   *gwconn.Session[struct{}]
+	seq atomic.Uint32
 }
 
-func newConn(s *Server, nc net.Conn, id string) *Conn {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := s.cfg.Window
-	c := &Conn{
-		srv: s, nc: nc, br: bufio.NewReader(nc), id: id,
-		log: s.log.With("conn", id, "remote", nc.RemoteAddr().String()),
-		ctx: ctx, cancel: cancel,
-		done:        make(chan struct{}),
-		window:      make(chan struct{}, w),
-		pending:     map[uint32]*pending{},
-		expired:     make(chan *pending, w),
-		activity:    make(chan struct{}, 1),
-		submitSlots: make(chan struct{}, w),
-	}
-	// The queue holds a window of DELIVERs plus responses and link tests.
-	c.wr = framewriter.New(nc, 2*w+4, s.cfg.WriteTimeout, c.abort)
+func (s *Server) newConn(nc net.Conn, id string, log *slog.Logger) *Conn {
+	c := &Conn{srv: s, nc: nc, br: bufio.NewReader(nc), id: id, log: log}
+	c.s = gwconn.NewSession(nc, s.cfg.session(), c.probe, c.silent, c.expire)
 	return c
 }
 
@@ -94,57 +58,29 @@ func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
 // Done is closed when the connection starts ending; no deliver_sm is
 // written after that.
-func (c *Conn) Done() <-chan struct{} { return c.done }
+func (c *Conn) Done() <-chan struct{} { return c.s.Done() }
 
 // InFlight is the number of deliver_sm awaiting a response.
-func (c *Conn) InFlight() int { return len(c.window) }
+func (c *Conn) InFlight() int { return c.s.InFlight() }
 
 // nextSeq skips 0 and wraps within the range SMPP allows.
 func (c *Conn) nextSeq() uint32 { return (c.seq.Add(1)-1)%maxSeq + 1 }
 
 // abort drops the connection at once: err becomes the Disconnected error
 // unless an earlier one was recorded.
-func (c *Conn) abort(err error) {
-	c.setCause(err)
-	c.cancel()
-	c.nc.Close()
-}
-
-func (c *Conn) setCause(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.causeSet {
-		c.cause, c.causeSet = err, true
-	}
-}
-
-func (c *Conn) getCause() (error, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cause, c.causeSet
-}
+func (c *Conn) abort(err error) { c.s.Abort(err) }
 
 // unbind starts a graceful end: unbind on a bound connection, an abort
 // while still binding.
 func (c *Conn) unbind() {
-	c.mu.Lock()
-	c.stopping = true
-	est := c.established
-	c.mu.Unlock()
-	if !est {
-		c.abort(ErrServerClosed)
-		return
-	}
-	c.unbinding.Store(true)
-	if err := c.sendPDU(c.nextSeq(), &Unbind{}); err != nil {
-		c.abort(ErrServerClosed)
-	}
+	c.s.Terminate(func() error { return c.sendPDU(c.nextSeq(), &Unbind{}) })
 }
 
-// establish marks the bind done; false when Close came first.
-func (c *Conn) establish() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.established = true
-	return !c.stopping
+// probe sends one link test.
+func (c *Conn) probe() error { return c.sendPDU(c.nextSeq(), &EnquireLink{}) }
+
+// silent drops a peer that missed EnquireLinkMisses enquire_links.
+func (c *Conn) silent() {
+	c.log.Warn("smpp enquire_link unanswered, dropping", "misses", c.srv.cfg.EnquireLinkMisses)
+	c.abort(ErrEnquireLinkTimeout)
 }

@@ -58,7 +58,7 @@ func (c *Conn) bindWith(deadline time.Time, h Header, p PDU, err error) error {
 		return err
 	}
 	b := p.(*Bind)
-	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	ctx, cancel := context.WithDeadline(c.s.Context(), deadline)
 	defer cancel()
 	acct, status, err := c.authenticate(ctx, b)
 	if err != nil {

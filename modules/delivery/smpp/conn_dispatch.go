@@ -39,7 +39,7 @@ func (c *Conn) dispatchResponse(h Header, p PDU) (readEnd, bool) {
 	case *EnquireLinkResp:
 		// liveness is recorded by touch
 	case *UnbindResp:
-		if c.unbinding.Load() {
+		if c.s.Leaving() {
 			return readEnd{}, true
 		}
 		c.log.Warn("smpp unsolicited unbind_resp", "seq", h.Seq)

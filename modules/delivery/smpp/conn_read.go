@@ -1,10 +1,6 @@
 package smpp
 
-import (
-	"errors"
-	"io"
-	"net"
-)
+import "errors"
 
 // readLoop reads and dispatches PDUs until the session ends.
 func (c *Conn) readLoop() readEnd {
@@ -15,9 +11,9 @@ func (c *Conn) readLoop() readEnd {
 			if errors.As(err, &de) {
 				return readEnd{err: c.badFrame(frame, err, c.sendPDU)}
 			}
-			return readEnd{err: c.readErr(err)}
+			return readEnd{err: c.s.ReadErr(err)}
 		}
-		c.touch()
+		c.s.Touch()
 		h, p, err := Decode(frame)
 		if err != nil {
 			if end, stop := c.badPDU(h, err); stop {
@@ -28,14 +24,6 @@ func (c *Conn) readLoop() readEnd {
 		if end, stop := c.dispatch(h, p); stop {
 			return end
 		}
-	}
-}
-
-// touch tells the keepalive loop the peer is alive.
-func (c *Conn) touch() {
-	select {
-	case c.activity <- struct{}{}:
-	default:
 	}
 }
 
@@ -89,19 +77,4 @@ func (c *Conn) respFor(cmd CommandID, status uint32) PDU {
 		return bindRefusal(t, c.srv.cfg.SystemID, status)
 	}
 	return &GenericNack{Status: status}
-}
-
-// readErr names why reading stopped: the cause recorded by whoever
-// dropped the connection, or the read error itself.
-func (c *Conn) readErr(err error) error {
-	if cause, ok := c.getCause(); ok {
-		return cause
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		if c.unbinding.Load() {
-			return nil // we asked the ESME to leave and it did
-		}
-		return errors.Join(ErrPeerClosed, err)
-	}
-	return err
 }

@@ -10,20 +10,13 @@ type readEnd struct {
 
 // serve runs the connection from bind to Disconnected.
 func (c *Conn) serve() {
-	defer c.srv.forget(c)
 	if err := c.bind(); err != nil {
 		c.log.Warn("smpp bind failed", "err", err)
 		c.abort(err)
 		return
 	}
 	c.log = c.log.With("app", c.account.AppID, "system_id", c.systemID, "bind", c.bindType.String())
-	c.bg.Add(3)
-	go func() { defer c.bg.Done(); c.wr.Run() }()
-	go func() { defer c.bg.Done(); c.keepalive() }()
-	go func() { defer c.bg.Done(); c.expireLoop() }()
-	if !c.establish() {
-		c.abort(ErrServerClosed)
-	}
+	c.s.Start()
 	c.log.Info("smpp bound")
 	c.srv.cfg.Handler.Connected(c)
 	c.teardown(c.readLoop())
@@ -34,24 +27,19 @@ func (c *Conn) serve() {
 // writer, close the socket, join the background goroutines, then tell
 // the handler.
 func (c *Conn) teardown(end readEnd) {
-	close(c.done)
 	if end.err == nil {
 		// The unbind exchange decided the outcome; an ESME that hangs up
 		// right after its unbind (many do) must not turn our unbind_resp
 		// write into an error.
-		c.setCause(nil)
+		c.s.SetCause(nil)
 	}
-	c.submits.Wait()
+	c.s.Stop()
 	if end.replySeq != nil {
 		if err := c.sendPDU(*end.replySeq, &UnbindResp{}); err != nil {
 			c.log.Debug("smpp unbind_resp not sent", "err", err)
 		}
 	}
-	c.wr.Stop()
-	c.abort(end.err)
-	c.bg.Wait()
-	c.dropPending()
-	err, _ := c.getCause()
+	err := c.s.Finish(end.err)
 	if err != nil {
 		c.log.Warn("smpp disconnected", "err", err)
 	} else {

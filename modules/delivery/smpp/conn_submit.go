@@ -4,22 +4,12 @@ package smpp
 // once per connection; when all slots are busy the read loop waits,
 // which pushes back on the ESME through TCP.
 func (c *Conn) startSubmit(seq uint32, s *SubmitSM) {
-	select {
-	case c.submitSlots <- struct{}{}:
-	case <-c.ctx.Done():
-		return
-	}
-	c.submits.Add(1)
-	go func() {
-		defer c.submits.Done()
-		defer func() { <-c.submitSlots }()
-		c.submit(seq, s)
-	}()
+	c.s.Submit(func() { c.submit(seq, s) })
 }
 
 func (c *Conn) submit(seq uint32, s *SubmitSM) {
 	id := c.srv.ids.Next()
-	status := c.srv.cfg.Handler.Submit(c.ctx, c, id, s)
+	status := c.srv.cfg.Handler.Submit(c.s.Context(), c, id, s)
 	resp := &SubmitSMResp{Status: status}
 	if status == StatusOK {
 		resp.MessageID = id // an error response has no body

@@ -1,23 +1,12 @@
 package smpp
 
 import (
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/keelwork/keel/modules/delivery/internal/framewriter"
 )
 
-// closedAs reports a stopped writer as this package's ErrConnClosed.
-func closedAs(err error) error {
-	if errors.Is(err, framewriter.ErrStopped) {
-		return ErrConnClosed
-	}
-	return err
-}
-
 // writeWait queues b and returns once it is written or cannot be.
-func (c *Conn) writeWait(b []byte) error { return closedAs(c.wr.SendWait(b)) }
+func (c *Conn) writeWait(b []byte) error { return c.s.SendWait(b) }
 
 // sendPDU queues p without waiting for the write.
 func (c *Conn) sendPDU(seq uint32, p PDU) error {
@@ -25,7 +14,7 @@ func (c *Conn) sendPDU(seq uint32, p PDU) error {
 	if err != nil {
 		return err
 	}
-	return closedAs(c.wr.Send(b))
+	return c.s.Send(b)
 }
 
 // writeDirect writes before the writer goroutine exists (during the bind).

@@ -3,6 +3,8 @@ package smpp
 import (
 	"errors"
 	"fmt"
+
+	"github.com/keelwork/keel/modules/delivery/internal/gwconn"
 )
 
 // Codec errors. Decode wraps one of them in a *DecodeError.
@@ -77,3 +79,7 @@ func StatusOf(err error) uint32 {
 	}
 	return StatusSysErr
 }
+
+// sessionErrors are this package's values for what gwconn reports.
+var sessionErrors = gwconn.Errors{ConnClosed: ErrConnClosed, WindowFull: ErrWindowFull,
+	ServerClosed: ErrServerClosed, PeerClosed: ErrPeerClosed}
