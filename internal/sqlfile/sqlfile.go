@@ -6,6 +6,15 @@
 //	-- name: JobClaim
 //	UPDATE keel_job SET ...;
 //
+// A statement may stand in another one's place with a line
+//
+//	-- include: RecordFilter
+//
+// which Load replaces with the named statement's text (one level deep), so
+// that a rule several statements must apply alike (the delivery records'
+// filter: the list, its count, a requeue task's preview and its snapshot)
+// is written once and cannot drift between them.
+//
 // Written by hand because the generator we would otherwise use (sqlc) cannot
 // target both pgx and modernc SQLite from one configuration; the format is
 // the same one sqlc reads, so moving to it later needs no SQL changes.
@@ -100,7 +109,43 @@ func Load(fsys fs.FS, dir string) (Set, error) {
 			all[k] = v
 		}
 	}
+	if err := all.expand(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
 	return all, nil
+}
+
+const includeMarker = "-- include:"
+
+// expand replaces include lines with the statements they name.
+func (s Set) expand() error {
+	out := make(map[string]string, len(s))
+	for name, text := range s {
+		if !strings.Contains(text, includeMarker) {
+			continue
+		}
+		lines := strings.Split(text, "\n")
+		for i, line := range lines {
+			ref, ok := strings.CutPrefix(strings.TrimSpace(line), includeMarker)
+			if !ok {
+				continue
+			}
+			ref = strings.TrimSpace(ref)
+			part, found := s[ref]
+			if !found {
+				return fmt.Errorf("statement %q includes %q, which is not defined", name, ref)
+			}
+			if strings.Contains(part, includeMarker) {
+				return fmt.Errorf("statement %q includes %q, which includes another (one level only)", name, ref)
+			}
+			lines[i] = part
+		}
+		out[name] = strings.Join(lines, "\n")
+	}
+	for name, text := range out {
+		s[name] = text
+	}
+	return nil
 }
 
 // MustLoad is Load for package initialisation of embedded files, where an

@@ -40,6 +40,28 @@ func TestLoadRejectsCrossFileDuplicates(t *testing.T) {
 	}
 }
 
+func TestLoadIncludes(t *testing.T) {
+	fsys := fstest.MapFS{
+		"q/a.sql": {Data: []byte("-- name: Filter\nFROM t\nWHERE x = $1\n\n-- name: Count\nSELECT count(*)\n-- include: Filter\n;")},
+		"q/b.sql": {Data: []byte("-- name: List\nSELECT *\n  -- include: Filter\nORDER BY id;")},
+	}
+	set, err := Load(fsys, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set["Count"] != "SELECT count(*)\nFROM t\nWHERE x = $1" || set["List"] != "SELECT *\nFROM t\nWHERE x = $1\nORDER BY id" {
+		t.Fatalf("not expanded: %#v", set)
+	}
+	for name, src := range map[string]string{
+		"unknown": "-- name: A\nSELECT 1\n-- include: Missing\n;",
+		"nested":  "-- name: F\nFROM t\n-- name: G\n-- include: F\n-- name: A\nSELECT 1\n-- include: G\n;",
+	} {
+		if _, err := Load(fstest.MapFS{"q/a.sql": {Data: []byte(src)}}, "q"); err == nil {
+			t.Errorf("%s include: expected an error", name)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add("-- name: A\nSELECT 1;\n-- name: B\nSELECT 2;")
 	f.Add("SELECT 1")

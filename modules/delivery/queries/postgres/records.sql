@@ -106,75 +106,50 @@ RETURNING version;
 -- name: RecordHistoryAppend
 UPDATE dlv_record SET history = history || $2::jsonb WHERE id = $1;
 
+-- name: RecordFilter
+-- The records a filter selects (seed §2), joined with their application
+-- and enterprise for the keyword: written once and included by the list,
+-- its count, a task's preview and its snapshot, so the preview's counts
+-- follow exactly what the list shows and the task takes.
+FROM dlv_record r
+JOIN dlv_application a ON a.id = r.app_id
+JOIN dlv_enterprise e ON e.id = r.enterprise_id
+WHERE ($1::bigint IS NULL OR r.enterprise_id = $1)
+  AND ($2::bigint IS NULL OR r.app_id = $2)
+  AND ($3::text IS NULL OR r.kind = $3)
+  AND ($4::text IS NULL OR r.status = $4)
+  AND ($5::timestamptz IS NULL OR r.created_at >= $5)
+  AND ($6::timestamptz IS NULL OR r.created_at < $6)
+  AND ($7::timestamptz IS NULL OR r.created_at <= $7)
+  AND ($8::text IS NULL OR r.msg_id ILIKE $8 OR r.phone ILIKE $8 OR r.last_error ILIKE $8
+       OR a.account ILIKE $8 OR a.name ILIKE $8 OR e.name ILIKE $8)
+
 -- name: RecordList
 SELECT r.id, r.kind, r.app_id, r.enterprise_id, r.submit_id, r.msg_id, r.phone, r.payload, r.upstream_key,
        r.status, r.prev_status, r.version, r.attempts, r.last_error, r.last_error_class, r.sender,
        r.send_token, r.send_job_id, r.send_batch_id, r.conn_id, r.seq, r.deliver_msg_id, r.ack_deadline,
        r.sent_at, r.acked_at, r.ack_result, r.history, r.created_at, r.updated_at,
        a.name, a.account, e.name
-FROM dlv_record r
-JOIN dlv_application a ON a.id = r.app_id
-JOIN dlv_enterprise e ON e.id = r.enterprise_id
-WHERE ($1::bigint IS NULL OR r.enterprise_id = $1)
-  AND ($2::bigint IS NULL OR r.app_id = $2)
-  AND ($3::text IS NULL OR r.kind = $3)
-  AND ($4::text IS NULL OR r.status = $4)
-  AND ($5::timestamptz IS NULL OR r.created_at >= $5)
-  AND ($6::timestamptz IS NULL OR r.created_at < $6)
-  AND ($7::timestamptz IS NULL OR r.created_at <= $7)
-  AND ($8::text IS NULL OR r.msg_id ILIKE $8 OR r.phone ILIKE $8 OR r.last_error ILIKE $8
-       OR a.account ILIKE $8 OR a.name ILIKE $8 OR e.name ILIKE $8)
+-- include: RecordFilter
 ORDER BY r.id DESC
 LIMIT $9 OFFSET $10;
 
 -- name: RecordCount
 SELECT count(*)
-FROM dlv_record r
-JOIN dlv_application a ON a.id = r.app_id
-JOIN dlv_enterprise e ON e.id = r.enterprise_id
-WHERE ($1::bigint IS NULL OR r.enterprise_id = $1)
-  AND ($2::bigint IS NULL OR r.app_id = $2)
-  AND ($3::text IS NULL OR r.kind = $3)
-  AND ($4::text IS NULL OR r.status = $4)
-  AND ($5::timestamptz IS NULL OR r.created_at >= $5)
-  AND ($6::timestamptz IS NULL OR r.created_at < $6)
-  AND ($7::timestamptz IS NULL OR r.created_at <= $7)
-  AND ($8::text IS NULL OR r.msg_id ILIKE $8 OR r.phone ILIKE $8 OR r.last_error ILIKE $8
-       OR a.account ILIKE $8 OR a.name ILIKE $8 OR e.name ILIKE $8);
+-- include: RecordFilter
+;
 
 -- name: RecordPreview
 -- Counts per (status, application) under the filter at the snapshot.
 SELECT r.status, r.app_id, count(*), min(r.created_at)
-FROM dlv_record r
-JOIN dlv_application a ON a.id = r.app_id
-JOIN dlv_enterprise e ON e.id = r.enterprise_id
-WHERE ($1::bigint IS NULL OR r.enterprise_id = $1)
-  AND ($2::bigint IS NULL OR r.app_id = $2)
-  AND ($3::text IS NULL OR r.kind = $3)
-  AND ($4::text IS NULL OR r.status = $4)
-  AND ($5::timestamptz IS NULL OR r.created_at >= $5)
-  AND ($6::timestamptz IS NULL OR r.created_at < $6)
-  AND ($7::timestamptz IS NULL OR r.created_at <= $7)
-  AND ($8::text IS NULL OR r.msg_id ILIKE $8 OR r.phone ILIKE $8 OR r.last_error ILIKE $8
-       OR a.account ILIKE $8 OR a.name ILIKE $8 OR e.name ILIKE $8)
+-- include: RecordFilter
 GROUP BY r.status, r.app_id;
 
 -- name: RecordSubjects
 -- One keyset page of eligible records ($9: statuses as a JSON array,
 -- $10: after id, $11: page size).
 SELECT r.id, r.app_id, r.status, r.version
-FROM dlv_record r
-JOIN dlv_application a ON a.id = r.app_id
-JOIN dlv_enterprise e ON e.id = r.enterprise_id
-WHERE ($1::bigint IS NULL OR r.enterprise_id = $1)
-  AND ($2::bigint IS NULL OR r.app_id = $2)
-  AND ($3::text IS NULL OR r.kind = $3)
-  AND ($4::text IS NULL OR r.status = $4)
-  AND ($5::timestamptz IS NULL OR r.created_at >= $5)
-  AND ($6::timestamptz IS NULL OR r.created_at < $6)
-  AND ($7::timestamptz IS NULL OR r.created_at <= $7)
-  AND ($8::text IS NULL OR r.msg_id ILIKE $8 OR r.phone ILIKE $8 OR r.last_error ILIKE $8
-       OR a.account ILIKE $8 OR a.name ILIKE $8 OR e.name ILIKE $8)
+-- include: RecordFilter
   AND r.status IN (SELECT jsonb_array_elements_text($9::jsonb))
   AND r.id > $10
 ORDER BY r.id
