@@ -25,6 +25,9 @@ const (
 // second time: at 1,000 single inserts/s the echo doubled the claims, and
 // the empty ones cost PostgreSQL as much CPU as the useful ones. Queue names
 // have no spaces, so the first space ends the name whatever the ID holds.
+// An instance of an earlier version reads the whole payload as a queue name
+// and ignores it, so during a rolling upgrade its fetchers fall back to
+// polling for jobs that newer instances insert; nothing is lost.
 func insertPayload(queue, sender string) string { return queue + " " + sender }
 
 type actorKey struct{}
