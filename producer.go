@@ -185,6 +185,11 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 				continue
 			}
 		}
+		// select picks at random among ready cases: a wake-up or the poll
+		// may win over a stop that is already under way.
+		if p.stopped() {
+			return 0, false
+		}
 		if want, ok := p.reserve(1); ok {
 			return want, true
 		}
@@ -307,7 +312,13 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 	if primary {
 		free = min(max(0, p.max-int(p.running.Load())), want)
 	}
-	res, err := p.client.claim(ctx, p.queue, cursor, free, want)
+	// A claim is not cancelled by the stop: a statement interrupted in
+	// flight may still commit on the server, leaving jobs claimed by an
+	// owner that never hears of them until their leases expire. It runs to
+	// its end (bounded by a lease), and what a stop finds claimed goes back.
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.client.cfg().LeaseDuration)
+	res, err := p.client.claim(claimCtx, p.queue, cursor, free, want)
+	cancel()
 	m.ClaimLatency.WithLabelValues(p.queue).Observe(time.Since(start).Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
@@ -316,6 +327,15 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 		return &claimResult{}
 	}
 	m.Claimed.WithLabelValues(p.queue).Add(float64(len(res.rows)))
+	if p.stopped() {
+		// A claim that was in flight when the stop began: its jobs go back
+		// unstarted, like the fetch-ahead buffer's, rather than starting
+		// after a hard stop has handed back everything it knew of.
+		for _, row := range res.rows {
+			p.client.handBack(p.client.register(ctx, row))
+		}
+		return &claimResult{}
+	}
 	for _, row := range res.rows {
 		exe := p.client.register(ctx, row)
 		if p.takeSlot() {
