@@ -22,7 +22,6 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
@@ -276,7 +275,7 @@ func counts(t *testing.T, i *inst, id int64) map[keeltype.BatchOutcome]int64 {
 func allItems(t *testing.T, i *inst, id int64) []*keeltype.JobRow {
 	t.Helper()
 	var out []*keeltype.JobRow
-	p := keeldriver.BatchItemsParams{BatchID: id, Limit: 100}
+	p := keel.BatchItemsParams{BatchID: id, Limit: 100}
 	for {
 		page, err := i.c.BatchItems(context.Background(), &p)
 		if err != nil {
@@ -399,7 +398,7 @@ func dumpTask(t *testing.T, i *inst, id int64) {
 
 type pgxTx = pgx.Tx
 
-type keeldriverJobList = keeldriver.JobListParams
+type keeldriverJobList = keel.JobListParams
 
 func keelNewClient(e *env, cfg *keel.Config) (*keel.Client[pgx.Tx], error) {
 	return keel.NewClient(e.d, cfg)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -14,7 +14,7 @@ import (
 func (h *Handler) jobList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	q := &query{r: r}
 	q.known("state", "kind", "queue", "flow_key", "cursor", "limit")
-	p := &keeldriver.JobListParams{Kinds: q.names("kind"), Queues: q.names("queue"),
+	p := &keel.JobListParams{Kinds: q.names("kind"), Queues: q.names("queue"),
 		FlowKey: q.text("flow_key", 256), BeforeID: q.idCursor("j"), Desc: true, Limit: q.limit()}
 	for _, s := range q.names("state") {
 		st := keeltype.JobState(s)
