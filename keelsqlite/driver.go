@@ -26,7 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/keelwork/keel/internal/sqlfile"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 

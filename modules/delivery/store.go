@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/keelwork/keel/internal/sqlfile"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keelsql"
 )
 

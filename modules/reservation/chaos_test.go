@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/sqlfile"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelsql"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/sqlfile"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
