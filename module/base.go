@@ -55,7 +55,7 @@ type Base[TTx any] struct {
 	host   *Host[TTx]
 	clock  func() time.Time
 	reg    prometheus.Registerer
-	client atomic.Pointer[keel.Client[TTx]]
+	engine Binding[TTx]
 }
 
 // NewBase reads what every module needs of h.
@@ -95,49 +95,61 @@ func (b *Base[TTx]) SetClock(now func() time.Time) {
 	}
 }
 
-// Bind keeps the engine client Start was given. Binding twice, or nil, is
-// an error.
-func (b *Base[TTx]) Bind(c *keel.Client[TTx]) error {
+// Engine is the binding of the engine client, for parts of the module
+// that are handed it rather than the Base.
+func (b *Base[TTx]) Engine() *Binding[TTx] { return &b.engine }
+
+// Bind keeps the engine client Start was given (see Binding.Bind).
+func (b *Base[TTx]) Bind(c *keel.Client[TTx]) error { return b.engine.Bind(c) }
+
+// Client is the engine client, or ErrNotStarted before Bind.
+func (b *Base[TTx]) Client() (*keel.Client[TTx], error) { return b.engine.Client() }
+
+// Binding holds the engine client a module is given in Start. Handlers and
+// operations that may run before Start ask Client, which says so with
+// ErrNotStarted instead of dereferencing nil.
+type Binding[TTx any] struct {
+	p atomic.Pointer[keel.Client[TTx]]
+}
+
+// Bind keeps c. Nil, or a second, different client, is an error; binding
+// the same client again (a restarted module) is not.
+func (e *Binding[TTx]) Bind(c *keel.Client[TTx]) error {
 	if c == nil {
-		return fmt.Errorf("%s: Start needs an engine client", b.Name)
+		return errors.New("start needs an engine client")
 	}
-	if !b.client.CompareAndSwap(nil, c) && b.client.Load() != c {
-		return fmt.Errorf("%s: started with a second engine client", b.Name)
+	if !e.p.CompareAndSwap(nil, c) && e.p.Load() != c {
+		return errors.New("started with a second engine client")
 	}
 	return nil
 }
 
-// Client is the engine client, or ErrNotStarted before Bind.
-func (b *Base[TTx]) Client() (*keel.Client[TTx], error) {
-	if c := b.client.Load(); c != nil {
+// Client is the bound client, or ErrNotStarted.
+func (e *Binding[TTx]) Client() (*keel.Client[TTx], error) {
+	if c := e.p.Load(); c != nil {
 		return c, nil
 	}
-	return nil, fmt.Errorf("%s: %w", b.Name, ErrNotStarted)
+	return nil, ErrNotStarted
 }
 
-// Bound is the engine client or nil before Bind, for code that runs only
-// after Start (workers, background loops) and checks for nil itself.
-func (b *Base[TTx]) Bound() *keel.Client[TTx] { return b.client.Load() }
+// Load is the bound client or nil, for code that runs only after Start
+// (workers, background loops).
+func (e *Binding[TTx]) Load() *keel.Client[TTx] { return e.p.Load() }
 
 // Register registers the module's collectors with the host's registerer
-// (none: nothing to do). A collector registered before by an earlier build
-// of the module in the same process (tests) is not an error.
+// (none: nothing to do). Registering a name twice is an error, as it is
+// for the registerer.
 func (b *Base[TTx]) Register(cs ...prometheus.Collector) error {
 	return Register(b.reg, cs...)
 }
 
-// Register registers cs with reg (nil: nothing to do), accepting a
-// collector that is already registered.
+// Register registers cs with reg (nil: nothing to do).
 func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	if reg == nil {
 		return nil
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				continue
-			}
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}

@@ -121,17 +121,28 @@ func (e *env) startHost(settings map[string]string, demo bool) *inst {
 // gateway): previews, tasks and records without anyone executing them.
 func (e *env) insertOnly() *inst {
 	e.t.Helper()
+	return e.insertOnlyWith(nil)
+}
+
+// insertOnlyWith is insertOnly with the engine configuration adjusted.
+func (e *env) insertOnlyWith(adjust func(*keel.Config)) *inst {
+	e.t.Helper()
 	m, err := New(&module.Host[pgx.Tx]{DB: e.db, Logger: testLogger(), Settings: testSettings("cmpp_addr", "off")})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	cfg := engineConfig()
 	cfg.DisableMaintenance = true
+	if adjust != nil {
+		adjust(cfg)
+	}
 	c, err := keel.NewClient(e.d, cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	m.client.Store(c)
+	if err := m.client.Bind(c); err != nil {
+		e.t.Fatal(err)
+	}
 	if err := m.refreshApps(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}

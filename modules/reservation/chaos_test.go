@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 )
 
 var chaosSQL = sqlfile.MustLoad(os.DirFS("testdata"), ".")
