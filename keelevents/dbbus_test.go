@@ -8,20 +8,15 @@ import (
 
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelevents/bustest"
-	"github.com/keelwork/keel/keelsql"
 )
 
 func TestDatabaseBusConformance(t *testing.T) {
-	both(t, func(t *testing.T, db keelsql.DB[pgx.Tx]) {
-		runBusSuite(t, db)
-	}, func(t *testing.T, db keelsql.DB[*sql.Tx]) {
-		runBusSuite(t, db)
-	})
+	each(t, runBusSuite[pgx.Tx], runBusSuite[*sql.Tx])
 }
 
-func runBusSuite[TTx any](t *testing.T, db keelsql.DB[TTx]) {
+func runBusSuite[TTx any](t *testing.T, env *tenv[TTx]) {
 	bustest.Run(t, func(t *testing.T) keelevents.Bus {
-		b, err := keelevents.NewDatabaseBus(db, nil)
+		b, err := keelevents.NewDatabaseBus(env.db, &keelevents.DatabaseBusConfig{Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
