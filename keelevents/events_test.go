@@ -101,7 +101,9 @@ func testEndToEnd[TTx any](t *testing.T, env *tenv[TTx]) {
 	}
 }
 
-func TestEmitIdempotent(t *testing.T) { each(t, testEmitIdempotent[pgx.Tx], testEmitIdempotent[*sql.Tx]) }
+func TestEmitIdempotent(t *testing.T) {
+	each(t, testEmitIdempotent[pgx.Tx], testEmitIdempotent[*sql.Tx])
+}
 
 func testEmitIdempotent[TTx any](t *testing.T, env *tenv[TTx]) {
 	ev := newEvents(t, env, nil)
@@ -146,20 +148,22 @@ func testEmitInvalid[TTx any](t *testing.T, env *tenv[TTx]) {
 	ctx := context.Background()
 	ok := keelevents.Event{Topic: "a.b", ID: "id-1", Key: "k", Payload: json.RawMessage(`{}`)}
 	bad := map[string]func(e *keelevents.Event){
-		"empty topic":       func(e *keelevents.Event) { e.Topic = "" },
-		"upper topic":       func(e *keelevents.Event) { e.Topic = "A.b" },
-		"empty token":       func(e *keelevents.Event) { e.Topic = "a..b" },
-		"wildcard topic":    func(e *keelevents.Event) { e.Topic = "a.>" },
-		"long topic":        func(e *keelevents.Event) { e.Topic = strings.Repeat("a", 201) },
-		"empty id":          func(e *keelevents.Event) { e.ID = "" },
-		"space in id":       func(e *keelevents.Event) { e.ID = "a b" },
-		"long id":           func(e *keelevents.Event) { e.ID = strings.Repeat("x", 201) },
-		"empty key":         func(e *keelevents.Event) { e.Key = "" },
-		"control in key":    func(e *keelevents.Event) { e.Key = "k\x00" },
-		"invalid utf8 key":  func(e *keelevents.Event) { e.Key = "\xff" },
-		"empty payload":     func(e *keelevents.Event) { e.Payload = nil },
-		"not json":          func(e *keelevents.Event) { e.Payload = json.RawMessage(`{"a":`) },
-		"huge payload":      func(e *keelevents.Event) { e.Payload = json.RawMessage(`"` + strings.Repeat("x", keelevents.MaxPayload) + `"`) },
+		"empty topic":      func(e *keelevents.Event) { e.Topic = "" },
+		"upper topic":      func(e *keelevents.Event) { e.Topic = "A.b" },
+		"empty token":      func(e *keelevents.Event) { e.Topic = "a..b" },
+		"wildcard topic":   func(e *keelevents.Event) { e.Topic = "a.>" },
+		"long topic":       func(e *keelevents.Event) { e.Topic = strings.Repeat("a", 201) },
+		"empty id":         func(e *keelevents.Event) { e.ID = "" },
+		"space in id":      func(e *keelevents.Event) { e.ID = "a b" },
+		"long id":          func(e *keelevents.Event) { e.ID = strings.Repeat("x", 201) },
+		"empty key":        func(e *keelevents.Event) { e.Key = "" },
+		"control in key":   func(e *keelevents.Event) { e.Key = "k\x00" },
+		"invalid utf8 key": func(e *keelevents.Event) { e.Key = "\xff" },
+		"empty payload":    func(e *keelevents.Event) { e.Payload = nil },
+		"not json":         func(e *keelevents.Event) { e.Payload = json.RawMessage(`{"a":`) },
+		"huge payload": func(e *keelevents.Event) {
+			e.Payload = json.RawMessage(`"` + strings.Repeat("x", keelevents.MaxPayload) + `"`)
+		},
 		"bad header name":   func(e *keelevents.Event) { e.Headers = map[string]string{"a b": "x"} },
 		"control in header": func(e *keelevents.Event) { e.Headers = map[string]string{"a": "\n"} },
 	}

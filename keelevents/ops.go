@@ -199,13 +199,13 @@ func (p *ListParams) check() error {
 // Quarantined is an event a consumer received with the id of one it had
 // applied but another payload: both payloads, never applied.
 type Quarantined struct {
-	ID                      int64
+	ID                       int64
 	Consumer, Topic, EventID string
-	Key                     string
-	AppliedDigest           string
-	AppliedPayload          json.RawMessage
-	Digest                  string
-	Payload                 json.RawMessage
+	Key                      string
+	AppliedDigest            string
+	AppliedPayload           json.RawMessage
+	Digest                   string
+	Payload                  json.RawMessage
 	// Seen counts its deliveries.
 	Seen int
 	At   time.Time
