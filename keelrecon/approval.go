@@ -382,7 +382,9 @@ func (a *Approvals[TTx]) CancelTx(ctx context.Context, tx keelsql.Tx[TTx], id in
 }
 
 // Get returns one approval (keeltype.ErrNotFound if none).
-func (a *Approvals[TTx]) Get(ctx context.Context, id int64) (*Approval, error) { return a.get(ctx, a.db, id) }
+func (a *Approvals[TTx]) Get(ctx context.Context, id int64) (*Approval, error) {
+	return a.get(ctx, a.db, id)
+}
 
 // List returns approvals, newest first.
 func (a *Approvals[TTx]) List(ctx context.Context, f ApprovalFilter) ([]*Approval, error) {

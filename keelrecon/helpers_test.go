@@ -49,8 +49,8 @@ func both(t *testing.T, f func(t *testing.T, e *env[pgx.Tx]), g func(t *testing.
 }
 
 var (
-	_ keeldriver.Driver[pgx.Tx]    = (*keelpgx.Driver)(nil)
-	_ keeldriver.Driver[*sql.Tx]   = (*keelsqlite.Driver)(nil)
+	_ keeldriver.Driver[pgx.Tx]  = (*keelpgx.Driver)(nil)
+	_ keeldriver.Driver[*sql.Tx] = (*keelsqlite.Driver)(nil)
 )
 
 func newEnv[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx], cfg *keel.Config) *env[TTx] {

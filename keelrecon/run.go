@@ -240,7 +240,7 @@ func (r *Recon[TTx]) applyOne(ctx context.Context, c *keel.Client[TTx], tx keels
 			res.heal = append(res.heal, id)
 		}
 		return c.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: "recon.discrepancy.open", Target: discrepancyTarget(id),
-			Reason: "found by run " + strconv.FormatInt(runID, 10),
+			Reason:  "found by run " + strconv.FormatInt(runID, 10),
 			Context: map[string]any{"reconciler": name, "class": d.Class, "key": d.Key, "impact": d.Impact, "currency": d.Currency}})
 	case !isNotFound(err):
 		return fmt.Errorf("recording discrepancy %s/%s: %w", d.Class, d.Key, err)
