@@ -53,7 +53,9 @@ var (
 	_ keeldriver.Driver[*sql.Tx] = (*keelsqlite.Driver)(nil)
 )
 
-func newEnv[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx], cfg *keel.Config) *env[TTx] {
+// newEnv builds the env; with sched the ledger reconciler runs on it, and
+// cfg's client is started (its leader inserts the ticks).
+func newEnv[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx], sched keel.Schedule) *env[TTx] {
 	t.Helper()
 	ctx := context.Background()
 	for _, stmt := range []string{
@@ -69,13 +71,11 @@ func newEnv[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx],
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &ledgerRec[TTx]{db: db}
+	rec := &ledgerRec[TTx]{db: db, sched: sched}
 	if err := r.Register(rec); err != nil {
 		t.Fatal(err)
 	}
-	if cfg == nil {
-		cfg = &keel.Config{}
-	}
+	cfg := &keel.Config{FetchPollInterval: 50 * time.Millisecond}
 	if err := r.Configure(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,16 @@ func newEnv[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx],
 	}
 	if err := r.Start(ctx, c); err != nil {
 		t.Fatal(err)
+	}
+	if sched != nil {
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = c.Stop(sctx)
+		})
 	}
 	return &env[TTx]{t: t, d: d, db: db, client: c, recon: r, rec: rec}
 }
@@ -158,12 +168,13 @@ func as(user string) context.Context { return keel.WithActor(context.Background(
 // through the framework.
 type ledgerRec[TTx any] struct {
 	db       keelsql.DB[TTx]
+	sched    keel.Schedule
 	executed atomic.Int64
 }
 
 func (l *ledgerRec[TTx]) Name() string            { return "ledger" }
 func (l *ledgerRec[TTx]) RuleVersion() string     { return "v1" }
-func (l *ledgerRec[TTx]) Schedule() keel.Schedule { return nil }
+func (l *ledgerRec[TTx]) Schedule() keel.Schedule { return l.sched }
 
 type entry struct {
 	Amount int64  `json:"amount"`
