@@ -18,6 +18,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
 )
 
@@ -141,4 +142,8 @@ type Host[TTx any] struct {
 	// Settings are module settings from the server's configuration
 	// (flags, environment, file), keyed "<module>.<name>".
 	Settings map[string]string
+	// Recon runs the module's reconcilers (Recon.Register in the module's
+	// constructor) and holds the four-eyes approvals (Recon.Approvals) for
+	// actions of kinds the module registers. Nil where the host offers none.
+	Recon *keelrecon.Recon[TTx]
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery"
@@ -35,7 +36,7 @@ var installed = []installedModule{
 
 // allLines are the server's and every installed module's migration lines.
 func allLines(dialect string) []keelmigrate.Line {
-	lines := migration.Lines(dialect)
+	lines := append(migration.Lines(dialect), keelrecon.Lines(dialect)...)
 	for _, m := range installed {
 		lines = append(lines, m.lines(dialect)...)
 	}

@@ -86,7 +86,12 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if o.Demo {
 		addDemo(cfg, o.Queues)
 	}
-	mods, err := buildModules(o.Modules, moduleHost(mdb, logger, reg, o))
+	host := moduleHost(mdb, logger, reg, o)
+	rc, err := attachRecon(host, logger)
+	if err != nil {
+		return err
+	}
+	mods, err := buildModules(o.Modules, host)
 	if err != nil {
 		return err
 	}
@@ -95,6 +100,9 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 			return fmt.Errorf("configuring module %s: %w", m.Name(), err)
 		}
 	}
+	if err := rc.Configure(cfg); err != nil {
+		return err
+	}
 	client, err := keel.NewClient(d, cfg)
 	if err != nil {
 		return err
@@ -102,13 +110,20 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
+	if err := rc.Start(ctx, client); err != nil {
+		return shutdown(ctx, nil, client, nil, o.ShutdownTimeout, err)
+	}
 	if err := startModules(ctx, mods, client); err != nil {
 		return shutdown(ctx, nil, client, nil, o.ShutdownTimeout, err)
+	}
+	webs, err := hostedWebs(mods, rc)
+	if err != nil {
+		return shutdown(ctx, nil, client, mods, o.ShutdownTimeout, err)
 	}
 	store := auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client))
 	srv, err := server.New(&server.Config{Addr: o.Addr, Engine: client, Auth: store, Gatherer: reg,
 		CookieSecure: o.CookieSecure, SessionTTL: o.SessionTTL,
-		SampleInterval: o.SampleInterval, Logger: logger, Modules: webOf(mods)})
+		SampleInterval: o.SampleInterval, Logger: logger, Modules: webs})
 	if err == nil {
 		err = srv.Start(ctx)
 	}
