@@ -29,7 +29,16 @@
 # It also drops throwaway databases left behind more than a day ago by runs that
 # were killed (only ones named by this script and not in use).
 #
-# Knobs: KEEL_TEST_PGPORT (default 5432), KEEL_TEST_NO_INSTALL=1 (never apt-get).
+# It also makes a NATS server with JetStream answer for the JetStream bus's
+# tests and exports KEEL_TEST_NATS_URL (see keel_nats_ensure_server): a
+# reachable KEEL_TEST_NATS_URL is used as is; else nats-server on
+# 127.0.0.1:$KEEL_TEST_NATS_PORT (default 4222) is used if it answers, started
+# (Debian's nats-server, -js, store /var/lib/nats-server) if it is stopped, and
+# installed with apt-get first if it is missing (on another port than 4222 it
+# gets its own store, /var/lib/nats-server-PORT).
+#
+# Knobs: KEEL_TEST_PGPORT (default 5432), KEEL_TEST_NATS_PORT (default 4222),
+# KEEL_TEST_NO_INSTALL=1 (never apt-get).
 #
 # The file only defines functions prefixed keel_ / _keel_ and does not change
 # the shell options of a shell that sources it.
@@ -263,6 +272,80 @@ _keel_add_exit_trap() {
 	fi
 }
 
+# _keel_nats_info HOST PORT prints the server's INFO line (empty if none answers).
+_keel_nats_info() {
+	local line=""
+	if { exec 7<>"/dev/tcp/$1/$2"; } 2>/dev/null; then
+		IFS= read -r -t 2 line <&7 || true
+		exec 7<&- 7>&-
+	fi
+	printf '%s' "$line"
+}
+
+# _keel_nats_url_hostport URL prints "HOST PORT" of a nats:// URL.
+_keel_nats_url_hostport() {
+	local hp=${1#*://}
+	hp=${hp##*@}
+	hp=${hp%%/*}
+	hp=${hp%%,*}
+	local host=${hp%:*} port=${hp##*:}
+	[[ $hp == *:* ]] || port=4222
+	printf '%s %s\n' "$host" "$port"
+}
+
+# keel_nats_ensure_server makes NATS with JetStream answer and exports
+# KEEL_TEST_NATS_URL. Returns non-zero (after saying why) if it cannot.
+keel_nats_ensure_server() {
+	local host port info i
+	if [[ -n ${KEEL_TEST_NATS_URL:-} ]]; then
+		read -r host port <<<"$(_keel_nats_url_hostport "$KEEL_TEST_NATS_URL")"
+		if [[ $(_keel_nats_info "$host" "$port") == INFO* ]]; then
+			_keel_log "using KEEL_TEST_NATS_URL from the environment (reachable)"
+			return 0
+		fi
+		_keel_log "WARNING: KEEL_TEST_NATS_URL=$KEEL_TEST_NATS_URL does not answer; using a local nats-server instead"
+	fi
+	port=${KEEL_TEST_NATS_PORT:-4222}
+	info=$(_keel_nats_info 127.0.0.1 "$port")
+	if [[ -z $info ]]; then
+		if [[ ! -x /usr/sbin/nats-server ]] && ! command -v nats-server >/dev/null 2>&1; then
+			_keel_log "nats-server not installed: installing Debian's nats-server with apt"
+			keel_apt_install nats-server || {
+				_keel_log "could not install nats-server"
+				return 1
+			}
+			info=$(_keel_nats_info 127.0.0.1 "$port") # postinst may have started it
+		fi
+	fi
+	if [[ -z $info ]]; then
+		local bin=/usr/sbin/nats-server store=/var/lib/nats-server log=/var/log/nats-server.log
+		[[ -x $bin ]] || bin=$(command -v nats-server)
+		if [[ $port != 4222 ]]; then # never share a store between two servers
+			store=/var/lib/nats-server-$port log=/var/log/nats-server-$port.log
+		fi
+		_keel_log "starting $bin on 127.0.0.1:$port with JetStream (store $store, log $log)"
+		_keel_as_root mkdir -p "$store" || return 1
+		_keel_as_root setsid "$bin" -a 127.0.0.1 -p "$port" -js -sd "$store" \
+			-l "$log" </dev/null >/dev/null 2>&1 &
+		disown 2>/dev/null || true
+		for ((i = 0; i < 150; i++)); do
+			info=$(_keel_nats_info 127.0.0.1 "$port")
+			[[ -z $info ]] || break
+			sleep 0.2
+		done
+		if [[ -z $info ]]; then
+			_keel_log "nats-server did not answer on 127.0.0.1:$port within 30 s; see /var/log/nats-server.log"
+			return 1
+		fi
+	fi
+	if [[ $info != *'"jetstream":true'* ]]; then
+		_keel_log "the NATS server on 127.0.0.1:$port runs without JetStream (restart it with -js, or set KEEL_TEST_NATS_PORT)"
+		return 1
+	fi
+	export KEEL_TEST_NATS_URL="nats://127.0.0.1:$port"
+	_keel_log "NATS JetStream ready: $KEEL_TEST_NATS_URL"
+}
+
 # keel_test_env_setup [--server-only]: the whole procedure described above.
 keel_test_env_setup() {
 	local t0 url_ok=""
@@ -316,10 +399,12 @@ keel_test_env_setup() {
 _keel_main() {
 	if [[ $# -eq 0 ]]; then
 		keel_test_env_setup --server-only || return 1
+		keel_nats_ensure_server || return 1
 		echo "source scripts/test-env.sh (or run scripts/test-env.sh CMD...) to get a throwaway database"
 		return 0
 	fi
 	keel_test_env_setup || return 1
+	keel_nats_ensure_server || return 1
 	"$@"
 }
 
@@ -327,5 +412,6 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	_keel_main "$@"
 	exit $? # the EXIT trap drops the database
 fi
-# Sourced: set up now; the caller decides what a failure means.
+# Sourced: set up PostgreSQL now; the caller decides what a failure means
+# (and calls keel_nats_ensure_server when it needs NATS).
 keel_test_env_setup

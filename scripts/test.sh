@@ -6,6 +6,8 @@
 #
 # 1. sources scripts/test-env.sh: PostgreSQL running (started or installed if
 #    needed) and a throwaway database in KEEL_TEST_DATABASE_URL, dropped at exit;
+#    then NATS with JetStream (nats-server started, or installed, if needed) in
+#    KEEL_TEST_NATS_URL;
 # 2. makes sure a C compiler (for -race) and Debian's chromium (for the console
 #    browser tests; KEEL_TEST_CHROMIUM) are installed;
 # 3. go vet, then go test -race -count=1 -timeout 18m on the packages (./... by
@@ -103,6 +105,7 @@ print_summary() {
 	local line
 	for line in "${summary[@]}"; do printf '%s\n' "$line"; done
 	printf '  database   %s\n' "${db_note:-none}"
+	printf '  nats       %s\n' "${KEEL_TEST_NATS_URL:-none}"
 	printf '  chromium   %s\n' "${chromium_note:-not checked}"
 	printf '  total      %s' "$(fmt_secs "$total")"
 	if ((total > 20 * 60)); then printf '   (WARNING: over the 20-minute budget)'; fi
@@ -121,6 +124,10 @@ printf 'CI=%s  GOMAXPROCS=%s  nproc=%s\n' "${CI:-}" "${GOMAXPROCS:-default}" "$(
 # shellcheck source=scripts/test-env.sh
 source "$root/scripts/test-env.sh" || {
 	echo "test: ERROR: could not set up PostgreSQL for the tests (see above)" >&2
+	exit 1
+}
+keel_nats_ensure_server || {
+	echo "test: ERROR: could not make NATS JetStream answer for the JetStream bus's tests (see above)" >&2
 	exit 1
 }
 db_note=${KEEL_TEST_DATABASE_URL%%\?*}

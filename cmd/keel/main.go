@@ -49,16 +49,19 @@ func root() *cobra.Command {
 
 func devCmd() *cobra.Command {
 	var dir, addr, settings string
+	var natsPort int
 	cmd := &cobra.Command{Use: "dev", Short: "Run Keel on embedded SQLite with the console and demo work",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ms, err := cli.ParseModuleSettings(settings)
 			if err != nil {
 				return err
 			}
-			return cli.Dev(cmd.Context(), &cli.DevOpts{DataDir: dir, Addr: addr, Out: cmd.OutOrStdout(), ModuleSettings: ms})
+			return cli.Dev(cmd.Context(), &cli.DevOpts{DataDir: dir, Addr: addr, Out: cmd.OutOrStdout(), ModuleSettings: ms,
+				NATSPort: natsPort})
 		}}
 	cmd.Flags().StringVar(&dir, "data", cli.DefaultDataDir, "folder for the SQLite database")
 	cmd.Flags().StringVar(&addr, "addr", cli.DefaultDevAddr, "listen address of the console and API (port 0 picks one)")
+	cmd.Flags().IntVar(&natsPort, "nats-port", 0, "port of the embedded NATS JetStream server on 127.0.0.1 (0 picks a free one)")
 	cmd.Flags().StringVar(&settings, "module-settings", os.Getenv("KEEL_MODULE_SETTINGS"),
 		"module settings, module.key=value,… (env KEEL_MODULE_SETTINGS), e.g. delivery.cmpp_addr=127.0.0.1:7891")
 	return cmd

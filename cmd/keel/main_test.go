@@ -154,6 +154,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 	dir := t.TempDir()
 	devArgs := []string{"dev", "--data", dir, "--addr", "127.0.0.1:0", "--module-settings", "delivery.cmpp_addr=127.0.0.1:0"}
 	p := start(t, nil, devArgs...)
+	assertDevJetStream(t, p.await(t, natsLine, 30*time.Second)[1])
 	token := p.await(t, tokenLine, 30*time.Second)[1]
 	url := p.await(t, consoleLine, 30*time.Second)[1]
 	deadline := time.Now().Add(60 * time.Second)
@@ -178,6 +179,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v", err)
 	}
 	again := start(t, nil, devArgs...)
+	again.await(t, natsLine, 30*time.Second)
 	again.await(t, existsLine, 30*time.Second)
 	url = again.await(t, consoleLine, 30*time.Second)[1]
 	var page api.Page[*api.Job]

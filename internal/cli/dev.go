@@ -19,6 +19,9 @@ type DevOpts struct {
 	Out  io.Writer
 	// ModuleSettings are passed to the modules (module.key → value).
 	ModuleSettings map[string]string
+	// NATSPort is the embedded NATS server's port on 127.0.0.1; 0 picks a
+	// free one.
+	NATSPort int
 	// Ready, if set, is called with the server's URL once everything runs
 	// (tests synchronise on it).
 	Ready func(url string)
@@ -39,6 +42,14 @@ func Dev(ctx context.Context, o *DevOpts) error {
 	so := &ServeOpts{Addr: o.Addr, Demo: true, Migrate: true, ShutdownTimeout: 15 * time.Second,
 		SessionTTL: server.DefaultSessionTTL, SampleInterval: 5 * time.Second, LogLevel: "warn",
 		Queues: map[string]int{"default": 20, "notify": 10}, Modules: moduleNames(), ModuleSettings: o.ModuleSettings}
+	// Events travel on an embedded NATS JetStream, stored beside the
+	// database, so dev runs the same bus as a production deployment.
+	ns, err := startDevNATS(o.DataDir, o.NATSPort, o.Out)
+	if err != nil {
+		return err
+	}
+	defer ns.Shutdown()
+	so.NATSURL = ns.URL()
 	url := "sqlite:" + path
 	return withServeDatabase(ctx, url, "", func(ctx context.Context, r *serveRun) error {
 		return r.run(ctx, so, o.Out, func(s *server.Server, store *auth.Store) error {

@@ -36,6 +36,7 @@ var ServeSettings = []Setting{
 	{"cookie-secure", "KEEL_COOKIE_SECURE", "true", "mark the session cookie Secure (false only for plain-HTTP local use)"},
 	{"sample-interval", "KEEL_SAMPLE_INTERVAL", server.DefaultSampleInterval.String(), "how often the console samples for its charts"},
 	{"log-level", "KEEL_LOG_LEVEL", "info", "debug, info, warn or error"},
+	natsURLSetting,
 	{"modules", "KEEL_MODULES", "all", "business modules to run: all, or a comma-separated list (reservation, delivery); empty for none"},
 	{"module-settings", "KEEL_MODULE_SETTINGS", "", "module settings, module.key=value,… (each module's guide in docs/ lists its keys)"},
 }
@@ -53,8 +54,11 @@ type ServeOpts struct {
 	CookieSecure    bool
 	SampleInterval  time.Duration
 	LogLevel        string
-	Modules         []string
-	ModuleSettings  map[string]string
+	// NATSURL, if set, carries events on that NATS server's JetStream
+	// instead of the database (keel dev sets its embedded server's).
+	NATSURL        string
+	Modules        []string
+	ModuleSettings map[string]string
 	// Ready, if set, is called once the server listens (embedders and
 	// tests reach the running server through it).
 	Ready func(srv *server.Server, store *auth.Store)
@@ -114,6 +118,9 @@ func parseServe(v map[string]string) (*ServeOpts, error) {
 		if *d.dst, err = time.ParseDuration(v[d.name]); err != nil || *d.dst <= 0 {
 			return nil, fmt.Errorf("setting %s: want a positive duration like 30s, got %q", d.name, v[d.name])
 		}
+	}
+	if o.NATSURL, err = parseNATSURL(v["nats-url"]); err != nil {
+		return nil, err
 	}
 	if o.Queues, err = parseQueues(v["queues"]); err != nil {
 		return nil, err
