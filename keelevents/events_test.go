@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
 )
@@ -303,7 +302,7 @@ func testPoisonManualReplay[TTx any](t *testing.T, env *tenv[TTx]) {
 		t.Fatalf("event after replay %+v, %v", d, err)
 	}
 	client, _ := keel.NewClient(env.drv, &keel.Config{Logger: quiet()})
-	rows, err := client.AuditList(ctx, &keeldriver.AuditListParams{Limit: 10})
+	rows, err := client.AuditList(ctx, &keel.AuditListParams{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 )
 
 //go:embed queries migration

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keeltype"
 )
 

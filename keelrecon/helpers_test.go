@@ -153,7 +153,7 @@ func (e *env[TTx]) byKey(class keelrecon.Class, key string) *keelrecon.Discrepan
 
 func (e *env[TTx]) audits(action string) int {
 	e.t.Helper()
-	list, err := e.client.AuditList(context.Background(), &keeldriver.AuditListParams{Action: action, Limit: 1000})
+	list, err := e.client.AuditList(context.Background(), &keel.AuditListParams{Action: action, Limit: 1000})
 	if err != nil {
 		e.t.Fatal(err)
 	}

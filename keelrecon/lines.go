@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 )
 
 // LineName names the reconciliation migration line.

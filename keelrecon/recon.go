@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keeltype"
 )
 

@@ -124,7 +124,7 @@ func serve[TTx any](t *testing.T, d keeldriver.Driver[TTx], db *sql.DB, mdb keel
 		return n
 	}
 	s.audits = func(action string) int {
-		list, err := client.AuditList(ctx, &keeldriver.AuditListParams{Action: action, Limit: 1000})
+		list, err := client.AuditList(ctx, &keel.AuditListParams{Action: action, Limit: 1000})
 		must(err)
 		return len(list)
 	}
