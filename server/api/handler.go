@@ -195,7 +195,8 @@ func (h *Handler) bearer(r *http.Request) (*auth.Principal, error) {
 	if !ok || h.store == nil {
 		return nil, auth.ErrUnauthenticated
 	}
-	return h.store.Authenticate(r.Context(), strings.TrimSpace(token))
+	p, err := h.store.Authenticate(r.Context(), strings.TrimSpace(token))
+	return p, RejectedToken(err)
 }
 
 type principalKey struct{}
