@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -46,6 +47,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error 
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return Problem(CodeUnsupportedMedia, "send Content-Type: application/json")
+	}
+	if !utf8.Valid(trimmed) {
+		// encoding/json would store U+FFFD in place of each bad byte.
+		return Problem(CodeInvalidJSON, "the body is not valid UTF-8")
 	}
 	if trimmed[0] != '{' {
 		return Invalid("the body must be a JSON object")

@@ -48,15 +48,16 @@ func visible(s string) int {
 // Reason checks an audited action's reason and returns it trimmed. A
 // reason is at least MinReasonRunes visible characters and at most
 // MaxReasonRunes, valid UTF-8, without control characters. When it is not
-// required, an empty (or all-space) reason is accepted as "".
+// required, only the empty string means "no reason": a reason that is
+// given (five spaces included) obeys the rule.
 func Reason(s string, required bool) (string, error) {
+	if s == "" && !required {
+		return "", nil
+	}
 	if p := problemText(s); p != "" {
 		return "", Invalid("reason %s", p)
 	}
 	t := strings.TrimSpace(s)
-	if t == "" && !required {
-		return "", nil
-	}
 	if visible(t) < MinReasonRunes {
 		return "", Invalid("reason must have at least %d visible characters (an incident, a ticket, an explanation)", MinReasonRunes)
 	}

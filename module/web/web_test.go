@@ -37,7 +37,13 @@ func TestDecodeRefusesNonObjects(t *testing.T) {
 			}
 		}
 	}
-	r := httptest.NewRequest("POST", "/", strings.NewReader(""))
+	r := httptest.NewRequest("POST", "/", strings.NewReader("{\"reason\":\"ab\xffcdef\"}"))
+	r.Header.Set("Content-Type", "application/json")
+	var bad struct{ Reason string }
+	if err := web.Decode(httptest.NewRecorder(), r, &bad); code(err) != web.CodeInvalidJSON {
+		t.Errorf("invalid UTF-8 body: %v (reason %q)", err, bad.Reason)
+	}
+	r = httptest.NewRequest("POST", "/", strings.NewReader(""))
 	var v struct{ Reason string }
 	if err := web.DecodeOptional(httptest.NewRecorder(), r, &v); err != nil {
 		t.Errorf("empty optional body: %v", err)
@@ -62,8 +68,11 @@ func TestReasonRule(t *testing.T) {
 			t.Errorf("reason %q: %q %v", s, got, err)
 		}
 	}
-	if got, err := web.Reason("   ", false); err != nil || got != "" {
-		t.Errorf("optional blank reason: %q %v", got, err)
+	if got, err := web.Reason("", false); err != nil || got != "" {
+		t.Errorf("optional empty reason: %q %v", got, err)
+	}
+	if _, err := web.Reason("     ", false); err == nil {
+		t.Error("optional reason of five spaces accepted")
 	}
 	if _, err := web.Reason("\x00", false); err == nil {
 		t.Error("optional NUL reason accepted")

@@ -120,6 +120,9 @@ func (h *Handler) keyGet(_ http.ResponseWriter, r *http.Request) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
+	if q := newQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	row, err := h.engine.FlowKeyGet(r.Context(), key)
 	if err != nil {
 		return 0, nil, err

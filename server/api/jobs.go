@@ -47,6 +47,9 @@ func (h *Handler) jobGet(_ http.ResponseWriter, r *http.Request) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
+	if q := newQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	row, err := h.engine.JobGet(r.Context(), id)
 	return ok(jobOrNil(row), err)
 }
