@@ -100,6 +100,9 @@ func (m *Module[TTx]) apiRecord(_ http.ResponseWriter, r *http.Request) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
+	if q := web.NewQuery(r, "lang"); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	recs, err := m.st.recordsByIDs(r.Context(), []int64{id})
 	if err != nil {
 		return 0, nil, err
@@ -212,6 +215,9 @@ type AppView struct {
 }
 
 func (m *Module[TTx]) apiApps(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	if q := web.NewQuery(r, "lang"); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	out, err := m.AppsView(r.Context())
 	return http.StatusOK, out, err
 }
@@ -305,6 +311,9 @@ func (m *Module[TTx]) apiTask(_ http.ResponseWriter, r *http.Request) (int, any,
 	id, err := pathID(r)
 	if err != nil {
 		return 0, nil, err
+	}
+	if q := web.NewQuery(r, "lang"); q.Err != nil {
+		return 0, nil, q.Err
 	}
 	out, err := m.Task(r.Context(), langOf(r), id)
 	return http.StatusOK, out, err
