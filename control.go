@@ -241,6 +241,9 @@ func (c *Client[TTx]) withProducer(queue string, f func(*producer)) {
 // QueuePause stops claims from queue on every instance: the claim statement
 // itself checks the queue row, so the pause holds from its commit on.
 func (c *Client[TTx]) QueuePause(ctx context.Context, queue, reason string) (*keeltype.QueueRow, error) {
+	if err := c.queueKnown(ctx, queue); err != nil {
+		return nil, err
+	}
 	var row *keeltype.QueueRow
 	err := c.inAuditedTx(ctx, Audit{Action: "queue.pause", Target: "queue:" + queue, Reason: reason},
 		func(exec keeldriver.Executor) error {
@@ -256,6 +259,9 @@ func (c *Client[TTx]) QueuePause(ctx context.Context, queue, reason string) (*ke
 
 // QueueResume resumes a paused queue.
 func (c *Client[TTx]) QueueResume(ctx context.Context, queue, reason string) (*keeltype.QueueRow, error) {
+	if err := c.queueKnown(ctx, queue); err != nil {
+		return nil, err
+	}
 	var row *keeltype.QueueRow
 	err := c.inAuditedTx(ctx, Audit{Action: "queue.resume", Target: "queue:" + queue, Reason: reason},
 		func(exec keeldriver.Executor) error {

@@ -3,19 +3,28 @@ package delivery
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
-// CreateEnterprise adds a customer enterprise.
+// CreateEnterprise adds a customer enterprise, audited in the same
+// transaction.
 func (m *Module[TTx]) CreateEnterprise(ctx context.Context, name string) (int64, error) {
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return 0, module.Invalid("enterprise name must be 1 to 200 characters")
+	name, err := web.Name("enterprise name", name, 200)
+	if err != nil {
+		return 0, err
 	}
-	return m.st.insertEnterprise(ctx, name)
+	var id int64
+	err = m.st.db.InTx(ctx, func(tx txOf[TTx]) error {
+		var err error
+		if id, err = m.st.insertEnterprise(ctx, tx, name); err != nil {
+			return err
+		}
+		return m.auditTarget(ctx, tx, "delivery.enterprise_create", "enterprise:"+itoa(id), map[string]any{"name": name})
+	})
+	return id, err
 }
 
 // CreateApplication adds an application, installs its rate limit and
@@ -69,6 +78,10 @@ func (m *Module[TTx]) UpdateApplication(ctx context.Context, id int64, c AppChan
 	setIf(&a.ReportCompat, c.ReportCompat)
 	setIf(&a.PushURL, c.PushURL)
 	setIf(&a.Rate, c.Rate)
+	// Checked before the write: a refused change is never stored.
+	if err := checkAppChange(&c); err != nil {
+		return nil, err
+	}
 	if a.Rate <= 0 {
 		return nil, module.Invalid("rate must be positive")
 	}
@@ -91,11 +104,15 @@ func (m *Module[TTx]) UpdateApplication(ctx context.Context, id int64, c AppChan
 // audit records a configuration change in its transaction (no engine
 // client yet, as in tests that build data before starting: not audited).
 func (m *Module[TTx]) audit(ctx context.Context, tx txOf[TTx], action string, appID int64, c map[string]any) error {
+	return m.auditTarget(ctx, tx, action, "application:"+itoa(appID), c)
+}
+
+func (m *Module[TTx]) auditTarget(ctx context.Context, tx txOf[TTx], action, target string, c map[string]any) error {
 	cl := m.client.Load()
 	if cl == nil {
 		return nil
 	}
-	return cl.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: action, Target: "application:" + itoa(appID), Context: c})
+	return cl.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: action, Target: target, Context: c})
 }
 
 func setIf[T any](dst *T, v *T) {

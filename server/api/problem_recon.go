@@ -1,6 +1,10 @@
 package api
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/keelwork/keel/module/web"
+)
 
 // Problem codes of reconciliation and four-eyes approvals (package
 // keelrecon, served by keelevents/eventsweb).
@@ -15,19 +19,10 @@ const (
 	CodeAlreadyExecuted Code = "already_executed"
 )
 
-// The catalogue is one map; these entries live beside their codes so the
-// reconciliation surface adds them without touching the engine's list.
+// These entries live beside their codes so the reconciliation surface adds
+// them without touching the engine's list.
 func init() {
-	Catalogue[CodeSelfApproval] = struct {
-		Status int
-		Title  string
-	}{http.StatusForbidden, "A requester cannot decide their own request"}
-	Catalogue[CodeApprovalRequired] = struct {
-		Status int
-		Title  string
-	}{http.StatusConflict, "A second operator's approval is required"}
-	Catalogue[CodeAlreadyExecuted] = struct {
-		Status int
-		Title  string
-	}{http.StatusConflict, "The action was executed already"}
+	web.Register(string(CodeSelfApproval), http.StatusForbidden, "A requester cannot decide their own request")
+	web.Register(string(CodeApprovalRequired), http.StatusConflict, "A second operator's approval is required")
+	web.Register(string(CodeAlreadyExecuted), http.StatusConflict, "The action was executed already")
 }
