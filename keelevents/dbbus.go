@@ -1,0 +1,444 @@
+package keelevents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/keelwork/keel/keelsql"
+)
+
+// DatabaseBus is the bus for a single database without a broker. A message
+// is a row unique by (topic, id), which absorbs republishes; publishing
+// fans it out, in the same transaction, to one delivery row per durable
+// consumer whose topics match. Subscribers claim due deliveries under a
+// lease (the ack wait) and delete them on acknowledgement, fenced by the
+// attempt number; an ordered consumer only ever claims the oldest delivery
+// of each partition, so a redelivery holds the partition back.
+//
+// The table is the queue: any number of processes may subscribe with the
+// same consumer (FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one
+// writer). A publish wakes the subscribers of this process at once; those
+// of other processes find new deliveries by short adaptive polling.
+type DatabaseBus[TTx any] struct {
+	db  keelsql.DB[TTx]
+	d   dialect
+	cfg DatabaseBusConfig
+
+	mu      sync.Mutex
+	subs    map[*dbSubscriber[TTx]]struct{}
+	closed  bool
+	logger  *slog.Logger
+	ownerID string
+}
+
+// DatabaseBusConfig configures a DatabaseBus; the zero value is usable.
+type DatabaseBusConfig struct {
+	// MaxInFlight bounds one subscriber's concurrent handler calls
+	// (default 32).
+	MaxInFlight int
+	// MinPoll and MaxPoll bound the idle polling interval, which doubles
+	// from MinPoll while nothing is due (defaults 2ms and 100ms).
+	MinPoll, MaxPoll time.Duration
+	// Retention keeps acknowledged messages this long, the window in which
+	// a republish of the same topic and id is absorbed (default 7 days).
+	Retention time.Duration
+	// Logger receives errors of the delivery loops (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Defaults of DatabaseBusConfig.
+const (
+	DefaultMaxInFlight  = 32
+	DefaultBusMinPoll   = 2 * time.Millisecond
+	DefaultBusMaxPoll   = 100 * time.Millisecond
+	DefaultBusRetention = 7 * 24 * time.Hour
+)
+
+// NewDatabaseBus returns the in-database bus on db, whose events line must
+// be migrated.
+func NewDatabaseBus[TTx any](db keelsql.DB[TTx], cfg *DatabaseBusConfig) (*DatabaseBus[TTx], error) {
+	d, err := newDialect(db.Dialect())
+	if err != nil {
+		return nil, err
+	}
+	c := DatabaseBusConfig{}
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.MaxInFlight < 0 || c.MinPoll < 0 || c.MaxPoll < 0 || c.Retention < 0 {
+		return nil, invalid("DatabaseBusConfig: negative value")
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MinPoll == 0 {
+		c.MinPoll = DefaultBusMinPoll
+	}
+	if c.MaxPoll == 0 {
+		c.MaxPoll = DefaultBusMaxPoll
+	}
+	if c.MaxPoll < c.MinPoll {
+		c.MaxPoll = c.MinPoll
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultBusRetention
+	}
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &DatabaseBus[TTx]{db: db, d: d, cfg: c, subs: map[*dbSubscriber[TTx]]struct{}{},
+		logger: logger, ownerID: instanceID()}, nil
+}
+
+// Name implements Bus.
+func (b *DatabaseBus[TTx]) Name() string { return "database" }
+
+type busConsumer struct {
+	name   string
+	topics []string
+}
+
+// Publish implements Bus: all of msgs in one transaction, so it
+// acknowledges all or none.
+func (b *DatabaseBus[TTx]) Publish(ctx context.Context, msgs []Message) (int, error) {
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	for i := range msgs {
+		if err := ValidateTopic(msgs[i].Topic); err != nil {
+			return 0, err
+		}
+		if err := ValidateID(msgs[i].ID); err != nil {
+			return 0, err
+		}
+	}
+	woken := map[string]bool{}
+	err := b.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		clear(woken)
+		rows, err := tx.Query(ctx, b.d.sql("BusConsumers"))
+		consumers, err := keelsql.CollectRows(rows, err, scanBusConsumer)
+		if err != nil {
+			return fmt.Errorf("reading consumers: %w", err)
+		}
+		at := now()
+		for i := range msgs {
+			m := &msgs[i]
+			var seq int64
+			err := tx.QueryRow(ctx, b.d.sql("BusMessageInsert"), m.Topic, m.ID, m.Key, m.Type, m.Partition,
+				string(m.Payload), encodeHeaders(m.Headers), m.Digest, m.EmittedAt.UTC(), at).Scan(&seq)
+			if errors.Is(err, keelsql.ErrNoRows) {
+				continue // a republish: already stored and fanned out
+			}
+			if err != nil {
+				return fmt.Errorf("storing %s/%s: %w", m.Topic, m.ID, err)
+			}
+			for _, c := range consumers {
+				if !matchAny(c.topics, m.Topic) {
+					continue
+				}
+				if _, err := tx.Exec(ctx, b.d.sql("BusDeliveryInsert"), c.name, seq, m.Partition, at); err != nil {
+					return fmt.Errorf("queueing %s/%s for %s: %w", m.Topic, m.ID, c.name, err)
+				}
+				woken[c.name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("publishing %d messages: %w", len(msgs), err)
+	}
+	b.wake(woken)
+	return len(msgs), nil
+}
+
+func scanBusConsumer(r keelsql.Rows) (busConsumer, error) {
+	var c busConsumer
+	var topics string
+	if err := r.Scan(&c.name, &topics); err != nil {
+		return c, err
+	}
+	return c, json.Unmarshal([]byte(topics), &c.topics)
+}
+
+func matchAny(patterns []string, topic string) bool {
+	for _, p := range patterns {
+		if MatchTopic(p, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// wake tells this process's subscribers of the named consumers that
+// deliveries are due.
+func (b *DatabaseBus[TTx]) wake(names map[string]bool) {
+	if len(names) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if names[s.sub.Consumer] {
+			s.poke()
+		}
+	}
+}
+
+// Subscribe implements Bus. The consumer is created (or its topics
+// updated) before Subscribe returns: what is published afterwards reaches
+// it.
+func (b *DatabaseBus[TTx]) Subscribe(ctx context.Context, sub Subscription, h Handler) (Subscriber, error) {
+	sub.Topics = append([]string(nil), sub.Topics...)
+	if err := validateSubscription(&sub); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, invalid("consumer %s: nil handler", sub.Consumer)
+	}
+	topics, _ := json.Marshal(sub.Topics)
+	if _, err := b.db.Exec(ctx, b.d.sql("BusConsumerUpsert"), sub.Consumer, string(topics), now()); err != nil {
+		return nil, fmt.Errorf("creating consumer %s: %w", sub.Consumer, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("keelevents: bus closed")
+	}
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &dbSubscriber[TTx]{
+		b: b, sub: sub, h: h,
+		owner:   b.ownerID + "/" + sub.Consumer,
+		wakeC:   make(chan struct{}, 1),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		handCtx: ctx,
+		slots:   make(chan struct{}, b.cfg.MaxInFlight),
+	}
+	b.subs[s] = struct{}{}
+	go s.run(loopCtx, ctx)
+	return s, nil
+}
+
+// Close implements Bus: it stops every subscriber, letting in-flight
+// handler calls finish.
+func (b *DatabaseBus[TTx]) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	subs := make([]*dbSubscriber[TTx], 0, len(b.subs))
+	for s := range b.subs {
+		subs = append(subs, s)
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultAckWait)
+	defer cancel()
+	var errs []error
+	for _, s := range subs {
+		errs = append(errs, s.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Prune deletes acknowledged messages older than the retention, in
+// batches of at most limit, and returns how many it deleted.
+func (b *DatabaseBus[TTx]) Prune(ctx context.Context, limit int) (int64, error) {
+	n, err := b.db.Exec(ctx, b.d.sql("BusPrune"), now().Add(-b.cfg.Retention), limit)
+	if err != nil {
+		return 0, fmt.Errorf("pruning bus messages: %w", err)
+	}
+	return n, nil
+}
+
+// dbSubscriber is one Subscribe call's delivery loop.
+type dbSubscriber[TTx any] struct {
+	b       *DatabaseBus[TTx]
+	sub     Subscription
+	h       Handler
+	owner   string
+	wakeC   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	handCtx context.Context // handlers' context: the one given to Subscribe
+	slots   chan struct{}   // one per handler call in flight
+	wg      sync.WaitGroup
+	stop    sync.Once
+}
+
+func (s *dbSubscriber[TTx]) poke() {
+	select {
+	case s.wakeC <- struct{}{}:
+	default:
+	}
+}
+
+func (s *dbSubscriber[TTx]) run(ctx, parent context.Context) {
+	defer close(s.done)
+	go func() {
+		select {
+		case <-parent.Done():
+			s.cancel()
+		case <-ctx.Done():
+		}
+	}()
+	poll := s.b.cfg.MinPoll
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		default:
+		}
+		n, err := s.claim(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.b.logger.Error("keelevents: claiming deliveries", "consumer", s.sub.Consumer, "err", err)
+			poll = s.b.cfg.MaxPoll
+		}
+		if n > 0 {
+			poll = s.b.cfg.MinPoll
+		}
+		if len(s.slots) == cap(s.slots) || n == 0 || err != nil {
+			timer.Reset(poll)
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.wakeC:
+				poll = s.b.cfg.MinPoll
+			case <-timer.C:
+				if n == 0 {
+					poll = min(2*poll, s.b.cfg.MaxPoll)
+				}
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+	}
+}
+
+type claimed struct {
+	seq     int64
+	attempt int
+}
+
+// claim leases as many due deliveries as there are free handler slots and
+// starts their handlers.
+func (s *dbSubscriber[TTx]) claim(ctx context.Context) (int, error) {
+	free := cap(s.slots) - len(s.slots)
+	if free == 0 {
+		return 0, nil
+	}
+	name := "BusClaim"
+	if s.sub.Ordered {
+		name = "BusClaimOrdered"
+	}
+	at := now()
+	rows, err := s.b.db.Query(ctx, s.b.d.sql(name), s.sub.Consumer, at, at.Add(s.sub.AckWait), s.owner, free)
+	got, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (claimed, error) {
+		var c claimed
+		return c, r.Scan(&c.seq, &c.attempt)
+	})
+	if err != nil || len(got) == 0 {
+		return 0, err
+	}
+	seqs := make([]int64, len(got))
+	attempts := make(map[int64]int, len(got))
+	for i, c := range got {
+		seqs[i] = c.seq
+		attempts[c.seq] = c.attempt
+	}
+	rows, err = s.b.db.Query(ctx, s.b.d.sql("BusMessages"), s.b.d.int64s(seqs))
+	msgs, err := keelsql.CollectRows(rows, err, scanMessageSeq)
+	if err != nil {
+		return 0, fmt.Errorf("reading claimed messages: %w", err)
+	}
+	for _, m := range msgs {
+		s.slots <- struct{}{}
+		s.wg.Add(1)
+		go s.deliver(m.seq, &Delivery{Message: m.Message, Attempt: attempts[m.seq]})
+	}
+	return len(msgs), nil
+}
+
+type seqMessage struct {
+	seq int64
+	Message
+}
+
+func scanMessageSeq(r keelsql.Rows) (seqMessage, error) {
+	var m seqMessage
+	var payload, headers string
+	if err := r.Scan(&m.seq, &m.Topic, &m.ID, &m.Key, &m.Type, &m.Partition, &payload, &headers, &m.Digest, &m.EmittedAt); err != nil {
+		return m, err
+	}
+	m.Payload = []byte(payload)
+	m.EmittedAt = m.EmittedAt.UTC()
+	var err error
+	m.Headers, err = decodeHeaders(headers)
+	return m, err
+}
+
+// deliver calls the handler and acknowledges or schedules the redelivery.
+// The acknowledgement does not depend on the loop's context: a handler
+// that finished while the subscriber stops still gets its ack written.
+func (s *dbSubscriber[TTx]) deliver(seq int64, d *Delivery) {
+	defer func() {
+		<-s.slots
+		s.wg.Done()
+		s.poke()
+	}()
+	err := s.call(d)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.handCtx), 30*time.Second)
+	defer cancel()
+	if err == nil {
+		_, err = s.b.db.Exec(ctx, s.b.d.sql("BusAck"), s.sub.Consumer, seq, d.Attempt)
+		if err != nil {
+			s.b.logger.Error("keelevents: acknowledging", "consumer", s.sub.Consumer, "topic", d.Topic, "id", d.ID, "err", err)
+		}
+		return
+	}
+	at := now().Add(BackoffFor(s.sub.Backoff, d.Attempt))
+	if _, err := s.b.db.Exec(ctx, s.b.d.sql("BusNack"), s.sub.Consumer, seq, d.Attempt, at); err != nil {
+		s.b.logger.Error("keelevents: scheduling a redelivery", "consumer", s.sub.Consumer, "topic", d.Topic, "id", d.ID, "err", err)
+	}
+}
+
+func (s *dbSubscriber[TTx]) call(d *Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("keelevents: handler panicked: %v", r)
+		}
+	}()
+	return s.h(s.handCtx, d)
+}
+
+// Stop implements Subscriber.
+func (s *dbSubscriber[TTx]) Stop(ctx context.Context) error {
+	s.stop.Do(func() {
+		s.cancel()
+		s.b.mu.Lock()
+		delete(s.b.subs, s)
+		s.b.mu.Unlock()
+	})
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("stopping consumer %s: %w", s.sub.Consumer, ctx.Err())
+	}
+	finished := make(chan struct{})
+	go func() { s.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stopping consumer %s: handlers still running: %w", s.sub.Consumer, ctx.Err())
+	}
+}

@@ -1,0 +1,14 @@
+DROP TABLE keel_events_version_stale;
+DROP TABLE keel_events_version;
+DROP TABLE keel_events_manual;
+DROP TABLE keel_events_quarantine;
+DROP TABLE keel_events_inbox;
+DROP TABLE keel_events_consumer;
+DROP TABLE keel_events_bus_delivery;
+DROP TABLE keel_events_bus_consumer;
+DROP TABLE keel_events_bus_message;
+DROP TABLE keel_events_relay_instance;
+DROP TABLE keel_events_relay_lease;
+DROP TABLE keel_events_archive;
+DROP TABLE keel_events_outbox;
+DROP TABLE keel_events_meta;

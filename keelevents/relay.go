@@ -1,0 +1,258 @@
+package keelevents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/keelwork/keel/keelsql"
+)
+
+// relay publishes committed outbox rows. The key space is cut into
+// partitions, each held by one relay instance at a time under a lease with
+// a fence (keel_events_relay_lease); every instance takes its fair share
+// of the partitions, so there is no single leader and a dead instance's
+// partitions move to the others when its leases expire. Within its
+// partitions a relay publishes in emit order, one batch at a time, and
+// marks what the bus acknowledged with an UPDATE conditioned on its fence:
+// a relay that lost a partition (paused past its lease) cannot mark what
+// the new holder owns, and whatever it published meanwhile is a duplicate
+// the bus absorbs by (topic, id).
+type relay[TTx any] struct {
+	e     *Events[TTx]
+	owner string
+	held  map[int]int64 // partition -> fence
+}
+
+type leaseRow struct {
+	part    int
+	owner   string
+	fence   int64
+	expires time.Time
+}
+
+func (r *relay[TTx]) run(ctx context.Context) {
+	cfg := &r.e.cfg
+	tick := time.NewTicker(cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	defer r.releaseAll()
+	r.rebalance(ctx)
+	poll := cfg.MinPoll
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-tick.C:
+			r.rebalance(ctx)
+		default:
+		}
+		n, err := r.publishOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			cfg.Logger.Warn("keelevents: relay publish", "err", err)
+			poll = cfg.MaxPoll
+		} else if n > 0 {
+			poll = cfg.MinPoll
+			continue
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(poll)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			r.rebalance(ctx)
+		case <-r.e.relayWake:
+			poll = cfg.MinPoll
+		case <-timer.C:
+			poll = min(2*poll, cfg.MaxPoll)
+		}
+	}
+}
+
+// rebalance renews the held leases, then takes or gives back partitions so
+// that this instance holds its fair share: ceil(partitions / live relays).
+func (r *relay[TTx]) rebalance(ctx context.Context) {
+	if err := r.rebalanceErr(ctx); err != nil && ctx.Err() == nil {
+		r.e.cfg.Logger.Warn("keelevents: relay leases", "err", err)
+	}
+}
+
+func (r *relay[TTx]) rebalanceErr(ctx context.Context) error {
+	e := r.e
+	ttl := e.cfg.LeaseTTL
+	at := now()
+	if _, err := e.db.Exec(ctx, e.d.sql("InstanceBeat"), r.owner, at); err != nil {
+		return fmt.Errorf("announcing the relay: %w", err)
+	}
+	var live int
+	if err := e.db.QueryRow(ctx, e.d.sql("InstanceCount"), at.Add(-ttl)).Scan(&live); err != nil {
+		return fmt.Errorf("counting relays: %w", err)
+	}
+	parts, err := e.partitions(ctx, e.db)
+	if err != nil {
+		return err
+	}
+	share := (parts + max(live, 1) - 1) / max(live, 1)
+	for _, p := range slices.Sorted(maps.Keys(r.held)) {
+		n, err := e.db.Exec(ctx, e.d.sql("LeaseRenew"), p, r.owner, r.held[p], at.Add(ttl))
+		if err != nil {
+			return fmt.Errorf("renewing partition %d: %w", p, err)
+		}
+		if n == 0 {
+			delete(r.held, p) // taken over while this relay was away
+		}
+	}
+	for _, p := range slices.Backward(slices.Sorted(maps.Keys(r.held))) {
+		if len(r.held) <= share {
+			break
+		}
+		if _, err := e.db.Exec(ctx, e.d.sql("LeaseRelease"), p, r.owner, r.held[p], time.Unix(0, 0).UTC()); err != nil {
+			return fmt.Errorf("releasing partition %d: %w", p, err)
+		}
+		delete(r.held, p)
+	}
+	if len(r.held) >= share {
+		return nil
+	}
+	rows, err := e.db.Query(ctx, e.d.sql("LeaseList"))
+	leases, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (leaseRow, error) {
+		var l leaseRow
+		return l, rs.Scan(&l.part, &l.owner, &l.fence, &l.expires)
+	})
+	if err != nil {
+		return fmt.Errorf("reading relay leases: %w", err)
+	}
+	for _, l := range leases {
+		if len(r.held) >= share {
+			break
+		}
+		if _, mine := r.held[l.part]; mine || (l.owner != "" && l.expires.After(at)) {
+			continue
+		}
+		var fence int64
+		err := e.db.QueryRow(ctx, e.d.sql("LeaseAcquire"), l.part, r.owner, l.fence, at.Add(ttl), at).Scan(&fence)
+		if errors.Is(err, keelsql.ErrNoRows) {
+			continue // another relay was faster
+		}
+		if err != nil {
+			return fmt.Errorf("taking partition %d: %w", l.part, err)
+		}
+		r.held[l.part] = fence
+	}
+	e.m.partitionsHeld.Set(float64(len(r.held)))
+	return nil
+}
+
+// releaseAll gives the partitions back on a clean stop, so the other
+// relays need not wait for the leases to expire.
+func (r *relay[TTx]) releaseAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e := r.e
+	for p, f := range r.held {
+		_, _ = e.db.Exec(ctx, e.d.sql("LeaseRelease"), p, r.owner, f, time.Unix(0, 0).UTC())
+	}
+	_, _ = e.db.Exec(ctx, e.d.sql("InstancePrune"), r.owner, now().Add(-24*time.Hour))
+	r.held = map[int]int64{}
+	e.m.partitionsHeld.Set(0)
+}
+
+type pendingRow struct {
+	seq int64
+	Message
+}
+
+// publishOnce publishes the next batch of the held partitions and marks
+// what the bus acknowledged; it returns how many it marked.
+func (r *relay[TTx]) publishOnce(ctx context.Context) (int, error) {
+	e := r.e
+	if len(r.held) == 0 {
+		return 0, nil
+	}
+	parts := slices.Sorted(maps.Keys(r.held))
+	rows, err := e.db.Query(ctx, e.d.sql("OutboxPending"), e.d.ints(parts), e.cfg.RelayBatch)
+	pending, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (pendingRow, error) {
+		m, err := scanMessageSeq(rs)
+		return pendingRow{m.seq, m.Message}, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading pending events: %w", err)
+	}
+	if len(pending) == 0 {
+		return 0, nil
+	}
+	msgs := make([]Message, len(pending))
+	for i := range pending {
+		msgs[i] = pending[i].Message
+	}
+	pubCtx, cancel := context.WithTimeout(ctx, e.cfg.PublishTimeout)
+	n, perr := e.bus.Publish(pubCtx, msgs)
+	cancel()
+	n = max(0, min(n, len(msgs)))
+	e.m.publishAttempts.Add(float64(min(n+1, len(msgs))))
+	if perr != nil && errors.Is(pubCtx.Err(), context.DeadlineExceeded) && !errors.Is(perr, ErrOutcomeUnknown) {
+		perr = fmt.Errorf("%w: %w", ErrOutcomeUnknown, perr)
+	}
+	marked, err := r.mark(ctx, pending[:n])
+	if err != nil {
+		return marked, err
+	}
+	if perr != nil && n < len(pending) {
+		unknown := 0
+		if errors.Is(perr, ErrOutcomeUnknown) {
+			unknown = 1
+			e.m.unknown.Inc()
+		}
+		if _, err := e.db.Exec(ctx, e.d.sql("OutboxAttempt"), pending[n].seq, unknown); err != nil {
+			return marked, fmt.Errorf("recording a failed publish: %w", err)
+		}
+		return marked, fmt.Errorf("publishing %s/%s: %w", pending[n].Topic, pending[n].ID, perr)
+	}
+	return marked, nil
+}
+
+// mark records rows as published, per partition, fenced by the lease.
+func (r *relay[TTx]) mark(ctx context.Context, rows []pendingRow) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	e := r.e
+	byPart := map[int][]int64{}
+	for _, p := range rows {
+		byPart[p.Partition] = append(byPart[p.Partition], p.seq)
+	}
+	marked := 0
+	var lost []int
+	at := now()
+	err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		marked, lost = 0, lost[:0]
+		for part, seqs := range byPart {
+			n, err := tx.Exec(ctx, e.d.sql("OutboxMark"), at, e.d.int64s(seqs), part, r.owner, r.held[part])
+			if err != nil {
+				return err
+			}
+			marked += int(n)
+			if int(n) < len(seqs) {
+				lost = append(lost, part)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("marking %d events published: %w", len(rows), err)
+	}
+	for _, p := range lost {
+		// The fence moved: another relay holds the partition now.
+		delete(r.held, p)
+		e.m.fencedMarks.Inc()
+	}
+	e.m.published.Add(float64(marked))
+	return marked, nil
+}
