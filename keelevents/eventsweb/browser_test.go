@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/keelwork/keel/internal/browsertest"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelrecon"
 )
 
@@ -22,6 +23,10 @@ func TestReconConsoleInBrowser(t *testing.T) {
 	t.Parallel()
 	s := serveSQLite(t)
 	s.seed()
+	s.seedEvents()
+	var manual list[keelevents.ManualEvent]
+	s.call("vera", "GET", "/api/v1/events/manual", nil, &manual)
+	mPath := fmt.Sprintf("/events/manual/%d", manual.Data[0].ID)
 	var run keelrecon.Run
 	if st, raw := s.call("alice", "POST", "/api/v1/recon/runs", map[string]any{"reconciler": "ledger"}, &run); st != 201 {
 		t.Fatalf("run: %d %s", st, raw)
@@ -40,6 +45,11 @@ func TestReconConsoleInBrowser(t *testing.T) {
 		{"recon-discrepancies", "/recon/discrepancies", "#discrepancies", "未对平", "Open"},
 		{"recon-discrepancy", dPath, "#evidence", "渠道", "Channel"},
 		{"approvals", "/approvals", "#approvals-awaiting", "没有等待您审批的申请", "Nothing awaits your decision"},
+		{"events", "/events", "#consumers", "重复已吸收", "Duplicates absorbed"},
+		{"events-quarantine", "/events/quarantine", "#quarantine", "新收到的内容", "Received payload"},
+		{"events-manual", "/events/manual", "#manual", "待人工处理", "Waiting"},
+		{"events-manual-one", mPath, "#manual-event", "SKU 映射缺失", "SKU 映射缺失"},
+		{"events-event", "/events/event?topic=stock.reserved&id=r-ok", "#inbox", "已应用", "Applied"},
 	}
 	for _, lang := range []string{"zh", "en"} {
 		for _, p := range pages {
@@ -47,11 +57,29 @@ func TestReconConsoleInBrowser(t *testing.T) {
 			if lang == "en" {
 				want = p.en
 			}
-			alice.Do("open "+p.name+" "+lang, chromedp.Navigate(s.base+p.path+"?lang="+lang),
+			sep := "?"
+			if strings.Contains(p.path, "?") {
+				sep = "&"
+			}
+			alice.Do("open "+p.name+" "+lang, chromedp.Navigate(s.base+p.path+sep+"lang="+lang),
 				chromedp.WaitVisible(chromedp.CSS(p.sel)), alice.Shot(p.name+"-"+lang))
 			alice.MustSee(p.name+" "+lang, "main", want)
 		}
 	}
+	alice.Do("events overview", chromedp.Navigate(s.base+"/events?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#topics")))
+	alice.MustSee("topics", "#topics", "stock.reserved")
+	alice.MustSee("consumers", `#consumers tr[data-consumer="stock"]`, "stock.reserved")
+	// Replay a manual event: refused while its handler still fails, then
+	// replayed with its original id.
+	alice.Do("manual event", chromedp.Navigate(s.base+mPath+"?lang=zh"), chromedp.WaitVisible(chromedp.CSS("button.replay")))
+	alice.MustSee("payload fields", "main", "sku", "B-200", "qty")
+	alice.Do("replay while failing", chromedp.Click(chromedp.CSS("button.replay")))
+	alice.Confirm("replay while failing", "再试一次映射", "p.err")
+	alice.MustSee("replay failed", "main", "重放失败")
+	s.feed.Poisoned.Store(false)
+	alice.Do("replay", chromedp.Click(chromedp.CSS("button.replay")))
+	alice.Confirm("replay", "SKU 映射已修复", `#manual-state[data-manual-state="replayed"]`)
+	alice.MustSee("replayed", "#manual-state", "已重放")
 	alice.Do("back to Chinese", chromedp.Navigate(s.base+"/recon/discrepancies?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#discrepancies")))
 	alice.MustSee("discrepancy words", "#discrepancies", "我方缺失", "对方缺失", "金额不符", "已自动修复", "需双人审批", "500.00 CNY")
 	alice.MustSee("times with their zone", "#discrepancies", "(UTC+08:00)")

@@ -13,6 +13,9 @@ const (
 	// CodeAlreadyExecuted: the action was executed already; it was not
 	// executed again.
 	CodeAlreadyExecuted Code = "already_executed"
+	// CodeReplayFailed: a manual event's handler failed again on replay;
+	// it stays manual with the new error recorded.
+	CodeReplayFailed Code = "replay_failed"
 )
 
 // The catalogue is one map; these entries live beside their codes so the
@@ -30,4 +33,8 @@ func init() {
 		Status int
 		Title  string
 	}{http.StatusConflict, "The action was executed already"}
+	Catalogue[CodeReplayFailed] = struct {
+		Status int
+		Title  string
+	}{http.StatusConflict, "The replayed handler failed again"}
 }
