@@ -24,6 +24,7 @@ import (
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server"
+	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/migration"
 )
@@ -34,6 +35,10 @@ type served struct {
 	t      *testing.T
 	base   string
 	tokens map[string]string // alice, bob (operators), vera (viewer)
+	// roles holds a token per role (for the authorization walk); api is
+	// the server's API handler.
+	roles map[auth.Role]string
+	api   *api.Handler
 	// seed writes a payment into ours or theirs.
 	ours, theirs func(key string, amount int64, status string)
 	fixes        func(actionID string) int
@@ -107,13 +112,20 @@ func serve[TTx any](t *testing.T, d keeldriver.Driver[TTx], db *sql.DB, mdb keel
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	})
-	s := &served{t: t, base: srv.URL(), tokens: map[string]string{}, feed: feed}
+	s := &served{t: t, base: srv.URL(), tokens: map[string]string{}, feed: feed, roles: map[auth.Role]string{}, api: srv.API()}
 	for name, role := range map[string]auth.Role{"alice": auth.RoleOperator, "bob": auth.RoleOperator, "vera": auth.RoleViewer} {
 		secret, _, err := store.CreateToken(ctx, name, role, "test", "events surface fixture")
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.tokens[name] = secret
+	}
+	for _, role := range []auth.Role{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
+		secret, _, err := store.CreateToken(ctx, "walk-"+role.String(), role, "test", "authorization walk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.roles[role] = secret
 	}
 	must := func(err error) {
 		if err != nil {
