@@ -104,7 +104,9 @@ func TestReconVerbs(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^1 +ledger +amount mismatch +p-1 +open +500\.00 CNY +four-eyes`).MatchString(out) {
 		t.Fatalf("list:\n%s", out)
 	}
-	out = must(run("alice", func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error { return cli.ReconGet(ctx, c, o, "1") }))
+	out = must(run("alice", func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
+		return cli.ReconGet(ctx, c, o, "1")
+	}))
 	if !regexp.MustCompile(`(?m)^amount \* +100\.00 CNY +600\.00 CNY`).MatchString(out) || !regexp.MustCompile(`FIELD +OURS +CHANNEL`).MatchString(out) {
 		t.Fatalf("get:\n%s", out)
 	}
@@ -150,8 +152,12 @@ func TestReconVerbs(t *testing.T) {
 	if _, err := act("bob", "execute", "1", "double execute"); err == nil || !strings.Contains(err.Error(), "already_executed") {
 		t.Fatalf("second execute: %v", err)
 	}
-	must(run("alice", func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error { return cli.ReconRunNow(ctx, c, o, "ledger", "") }))
-	out = must(run("alice", func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error { return cli.ReconGet(ctx, c, o, "1") }))
+	must(run("alice", func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
+		return cli.ReconRunNow(ctx, c, o, "ledger", "")
+	}))
+	out = must(run("alice", func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
+		return cli.ReconGet(ctx, c, o, "1")
+	}))
 	if !strings.Contains(out, "verified") || !strings.Contains(out, "verified by run") {
 		t.Fatalf("after the next run:\n%s", out)
 	}
