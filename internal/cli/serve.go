@@ -129,7 +129,8 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err := startModules(ctx, mods, client); err != nil {
 		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err)
 	}
-	webs, err := hostedWebs(mods, rc)
+	// The events backbone's wiring passes its *keelevents.Events here.
+	webs, err := hostedWebs(mods, rc, nil)
 	if err != nil {
 		return shutdown(ctx, nil, client, mods, events.ev, o.ShutdownTimeout, err)
 	}
