@@ -142,7 +142,9 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 			// nobody reports.
 			nats.ReconnectBufSize(-1),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				log.Warn("jetstream: disconnected from NATS", "error", err)
+				if err != nil { // nil: the bus closed the connection itself
+					log.Warn("jetstream: disconnected from NATS", "error", err)
+				}
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) {
 				log.Info("jetstream: reconnected to NATS", "url", nc.ConnectedUrlRedacted())
