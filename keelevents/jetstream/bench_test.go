@@ -3,8 +3,10 @@ package jetstream_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelevents/bustest"
@@ -72,4 +74,52 @@ func benchMsgs(topic string, n int) []keelevents.Message {
 		msgs[i] = bustest.Msg(topic, fmt.Sprintf("m-%d", i), fmt.Sprintf("k%d", i%1000), i%16, `{"order":"o-1","amount":100,"currency":"CNY"}`)
 	}
 	return msgs
+}
+
+// BenchmarkLatency measures publish → handler latency of single-message
+// publishes at about 1,000/s (b.N messages), unordered and ordered.
+func BenchmarkLatency(b *testing.B) {
+	for _, ordered := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ordered=%v", ordered), func(b *testing.B) {
+			bus := benchBus(b)
+			topic := fmt.Sprintf("bl%v.events", ordered)
+			msgs := benchMsgs(topic, b.N)
+			sent := make([]time.Time, b.N)
+			lat := make([]time.Duration, b.N)
+			var n atomic.Int64
+			done := make(chan struct{})
+			index := map[string]int{}
+			for i, m := range msgs {
+				index[m.ID] = i
+			}
+			s, err := bus.Subscribe(context.Background(), keelevents.Subscription{Consumer: "lat", Topics: []string{topic}, Ordered: ordered},
+				func(_ context.Context, d *keelevents.Delivery) error {
+					i := index[d.ID]
+					lat[i] = time.Since(sent[i])
+					if n.Add(1) == int64(len(msgs)) {
+						close(done)
+					}
+					return nil
+				})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Stop(context.Background())
+			b.ResetTimer()
+			t0 := time.Now()
+			for i := range msgs {
+				if d := time.Until(t0.Add(time.Duration(i) * time.Millisecond)); d > 0 {
+					time.Sleep(d)
+				}
+				sent[i] = time.Now()
+				if _, err := bus.Publish(context.Background(), msgs[i:i+1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-done
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
 }
