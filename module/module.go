@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
 )
@@ -137,4 +138,9 @@ type Host[TTx any] struct {
 	// Settings are module settings from the server's configuration
 	// (flags, environment, file), keyed "<module>.<name>".
 	Settings map[string]string
+	// Events is the events backbone: EmitTx in the module's transactions,
+	// Consume (in New or Configure, before Start) for its consumers. Nil
+	// when the host runs without events (then a module that needs them
+	// refuses to build).
+	Events *keelevents.Events[TTx]
 }
