@@ -69,7 +69,7 @@ func startDevNATS(dataDir string, port int, out io.Writer) (*embedded.Server, er
 // JetStream when o.NATSURL is set (keel dev sets its embedded server's),
 // the database otherwise. partitions is the events partition count. The
 // caller closes the bus after the events backbone stopped.
-func eventsBus[TTx any](ctx context.Context, o *ServeOpts, db keelsql.DB[TTx], partitions int, logger *slog.Logger, out io.Writer) (keelevents.Bus, error) {
+func eventsBus[TTx any](ctx context.Context, o *ServeOpts, db keelsql.DB[TTx], partitions int, logger *slog.Logger) (keelevents.Bus, error) {
 	if o.NATSURL == "" {
 		return keelevents.NewDatabaseBus(db, &keelevents.DatabaseBusConfig{Logger: logger})
 	}
@@ -77,6 +77,6 @@ func eventsBus[TTx any](ctx context.Context, o *ServeOpts, db keelsql.DB[TTx], p
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "keel: events on NATS JetStream at %s\n", b.Conn().ConnectedUrlRedacted())
+	logger.Info("events on NATS JetStream", "url", b.Conn().ConnectedUrlRedacted(), "partitions", partitions)
 	return b, nil
 }

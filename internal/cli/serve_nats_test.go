@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -47,7 +46,8 @@ func TestEventsBusSelection(t *testing.T) {
 	d := testdb.NewSQLite(t)
 	db := keelsql.SQLite(d.DB())
 	var out bytes.Buffer
-	b, err := eventsBus(ctx, &ServeOpts{}, db, 8, quietLogger(), &out)
+	logger := slog.New(slog.NewTextHandler(&out, nil))
+	b, err := eventsBus(ctx, &ServeOpts{}, db, 8, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,20 +57,18 @@ func TestEventsBusSelection(t *testing.T) {
 	_ = b.Close()
 
 	url := jstest.Embedded(t)
-	b, err = eventsBus(ctx, &ServeOpts{NATSURL: url}, db, 8, quietLogger(), &out)
+	b, err = eventsBus(ctx, &ServeOpts{NATSURL: url}, db, 8, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if b.Name() != "jetstream" || !strings.Contains(out.String(), "events on NATS JetStream at") {
+	if b.Name() != "jetstream" || !strings.Contains(out.String(), "events on NATS JetStream") {
 		t.Errorf("with nats-url: bus %q, printed %q", b.Name(), out.String())
 	}
 
 	// A server that does not answer is a sentence at start, not a hang.
-	_, err = eventsBus(ctx, &ServeOpts{NATSURL: "nats://127.0.0.1:1"}, db, 8, quietLogger(), &out)
+	_, err = eventsBus(ctx, &ServeOpts{NATSURL: "nats://127.0.0.1:1"}, db, 8, logger)
 	if err == nil || !strings.Contains(err.Error(), "events on NATS JetStream") {
 		t.Errorf("unreachable server: %v", err)
 	}
 }
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
