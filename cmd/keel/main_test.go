@@ -154,9 +154,11 @@ func TestDevShowsMovingWork(t *testing.T) {
 	dir := t.TempDir()
 	devArgs := []string{"dev", "--data", dir, "--addr", "127.0.0.1:0", "--module-settings", "delivery.cmpp_addr=127.0.0.1:0"}
 	p := start(t, nil, devArgs...)
-	assertDevJetStream(t, p.await(t, natsLine, 30*time.Second)[1])
+	natsURL := p.await(t, natsLine, 30*time.Second)[1]
+	assertDevJetStream(t, natsURL)
 	token := p.await(t, tokenLine, 30*time.Second)[1]
 	url := p.await(t, consoleLine, 30*time.Second)[1]
+	assertDevRelaysToJetStream(t, filepath.Join(dir, "keel.db"), natsURL)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var page api.Page[*api.Job]

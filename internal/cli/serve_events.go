@@ -49,9 +49,10 @@ func newServeEvents[TTx any](ctx context.Context, mdb keelsql.DB[TTx], o *ServeO
 
 // serveEventsBus is the seam where a broker plugs in: it returns the bus
 // the relay publishes to and consumers subscribe on. Without a broker
-// configured it is the in-database bus, which needs nothing installed.
-func serveEventsBus[TTx any](_ context.Context, mdb keelsql.DB[TTx], _ *ServeOpts, logger *slog.Logger) (keelevents.Bus, error) {
-	return keelevents.NewDatabaseBus(mdb, &keelevents.DatabaseBusConfig{Logger: logger})
+// configured it is the in-database bus, which needs nothing installed;
+// with nats-url (keel dev: its embedded server) it is JetStream.
+func serveEventsBus[TTx any](ctx context.Context, mdb keelsql.DB[TTx], o *ServeOpts, logger *slog.Logger) (keelevents.Bus, error) {
+	return eventsBus(ctx, o, mdb, keelevents.DefaultPartitions, logger)
 }
 
 // stopper is what shutdown needs of the events backbone.

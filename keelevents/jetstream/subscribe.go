@@ -120,7 +120,7 @@ func (s *subscriber) consumerConfig(f filter, partition int) consumerSpec {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.sub.AckWait,
 		MaxDeliver:    -1,
-		FilterSubject: f.subject(partition),
+		FilterSubject: s.b.names.filterSubject(f, partition),
 		MaxAckPending: s.b.cfg.MaxAckPending,
 		// Zero (never) unless configured: a durable keeps its place
 		// however long its instances are away.
@@ -132,7 +132,7 @@ func (s *subscriber) consumerConfig(f filter, partition int) consumerSpec {
 	if partition >= 0 {
 		cfg.MaxAckPending = 1
 	}
-	return consumerSpec{stream: streamName(f.first), first: f.first, partition: partition, cfg: cfg}
+	return consumerSpec{stream: s.b.names.streamName(f.first), first: f.first, partition: partition, cfg: cfg}
 }
 
 type subscriber struct {
