@@ -66,7 +66,7 @@ func testStopIsNotAFailure[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 				k.Key, k.PausedAt != nil, k.ConsecutiveFailures, k.LastError)
 		}
 	}
-	for _, row := range allItems(t, c1, b.ID, keeldriver.BatchItemsParams{}) {
+	for _, row := range allItems(t, c1, b.ID, keel.BatchItemsParams{}) {
 		if len(row.Errors) != 0 || row.Attempt != 0 {
 			t.Errorf("item %s after a stop: attempt %d, errors %+v", row.Subject, row.Attempt, row.Errors)
 		}

@@ -122,8 +122,8 @@ func (c *Client[TTx]) AuditRecordTx(ctx context.Context, tx TTx, a Audit) error 
 }
 
 // AuditList reads the audit log, newest first.
-func (c *Client[TTx]) AuditList(ctx context.Context, params *keeldriver.AuditListParams) ([]*keeltype.AuditRow, error) {
-	return c.driver.Executor().AuditList(ctx, params)
+func (c *Client[TTx]) AuditList(ctx context.Context, params *AuditListParams) ([]*keeltype.AuditRow, error) {
+	return c.driver.Executor().AuditList(ctx, params.driverParams())
 }
 
 // JobGet returns one job.
@@ -132,8 +132,8 @@ func (c *Client[TTx]) JobGet(ctx context.Context, id int64) (*keeltype.JobRow, e
 }
 
 // JobList lists jobs with filters and cursor paging.
-func (c *Client[TTx]) JobList(ctx context.Context, params *keeldriver.JobListParams) ([]*keeltype.JobRow, error) {
-	return c.driver.Executor().JobList(ctx, params)
+func (c *Client[TTx]) JobList(ctx context.Context, params *JobListParams) ([]*keeltype.JobRow, error) {
+	return c.driver.Executor().JobList(ctx, params.driverParams())
 }
 
 // JobCancel cancels a job. A running job is flagged and its owner, on any
@@ -183,8 +183,8 @@ func (c *Client[TTx]) JobDelete(ctx context.Context, id int64, reason string) (*
 
 // JobWake makes waiting jobs available now (an awaited event happened).
 // Waking is not a control action and is not audited.
-func (c *Client[TTx]) JobWake(ctx context.Context, params *keeldriver.JobWakeParams) ([]int64, error) {
-	ids, err := c.driver.Executor().JobWake(ctx, params)
+func (c *Client[TTx]) JobWake(ctx context.Context, params *JobWakeParams) ([]int64, error) {
+	ids, err := c.driver.Executor().JobWake(ctx, params.driverParams())
 	if err != nil {
 		return nil, fmt.Errorf("waking jobs: %w", err)
 	}

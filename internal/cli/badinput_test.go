@@ -115,7 +115,7 @@ func fixtureID(t *testing.T, status int, out map[string]any) string {
 // volatileTables change by themselves while `keel serve` runs (leases,
 // heartbeats, samples, the modules' presence and periodic work).
 var volatileTables = []string{"keel_leader", "keel_client", "keel_instance", "keel_flow_key", "keel_job",
-	"keel_periodic", "dlv_presence", "rsv_outbox", "keel_sample"}
+	"keel_periodic", "dlv_presence", "rsv_outbox", "rsv_run", "keel_sample"}
 
 // TestBadInputChangesNothing walks every route of `keel serve` with both
 // modules, on real rows (an enterprise, an application, a resource, a

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 )
 
 // applier concludes attempts in batches: one statement for every outcome
@@ -138,7 +137,7 @@ func (p *applier[TTx]) wake(ctx context.Context, ids []int64, try int) {
 	if c == nil {
 		return
 	}
-	woken, err := c.JobWake(ctx, &keeldriver.JobWakeParams{IDs: ids})
+	woken, err := c.JobWake(ctx, &keel.JobWakeParams{IDs: ids})
 	if err != nil {
 		p.log.Warn("delivery: waking jobs", "n", len(ids), "err", err)
 	}

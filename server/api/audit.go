@@ -8,7 +8,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -17,7 +16,7 @@ import (
 // newest first; action is a prefix ("queue.").
 func (h *Handler) auditList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	q := newQuery(r, "actor", "action", "target", "since", "until", "after", "cursor", "limit")
-	p := &keeldriver.AuditListParams{Actor: q.text("actor", 200), Action: q.text("action", 200),
+	p := &keel.AuditListParams{Actor: q.text("actor", 200), Action: q.text("action", 200),
 		Target: q.text("target", 300), Since: q.time("since"), Until: q.time("until"), BeforeID: q.idCursor("a"),
 		Limit: q.limit() + 1}
 	if q.Err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module/web"
 )
@@ -198,7 +197,7 @@ func ValidBatchOutcome(o keeltype.BatchOutcome) bool {
 // batchList: GET /batches?state=&kind=&cursor=&limit=, newest first.
 func (h *Handler) batchList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	q := newQuery(r, "state", "kind", "after", "cursor", "limit")
-	p := &keeldriver.BatchListParams{BeforeID: q.idCursor("b"), Limit: q.limit()}
+	p := &keel.BatchListParams{BeforeID: q.idCursor("b"), Limit: q.limit()}
 	if kinds := q.names("kind"); len(kinds) > 1 {
 		q.fail(CodeInvalidArgument, "kind takes one name")
 	} else if len(kinds) == 1 {
@@ -279,7 +278,7 @@ func (h *Handler) batchItems(_ http.ResponseWriter, r *http.Request) (int, any, 
 	}
 	q := newQuery(r, "outcome", "subject", "text", "after", "cursor", "limit")
 	after, _ := q.cursor("i")
-	p := &keeldriver.BatchItemsParams{BatchID: id, AfterSubject: after, Subject: q.text("subject", 512),
+	p := &keel.BatchItemsParams{BatchID: id, AfterSubject: after, Subject: q.text("subject", 512),
 		Text: q.text("text", 200), Limit: q.limit() + 1}
 	if o := q.r.URL.Query().Get("outcome"); o != "" {
 		if !ValidBatchOutcome(keeltype.BatchOutcome(o)) {

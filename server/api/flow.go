@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module/web"
 )
@@ -87,7 +87,7 @@ func (h *Handler) limitDelete(w http.ResponseWriter, r *http.Request) (int, any,
 func (h *Handler) keyList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	q := newQuery(r, "prefix", "paused", "tripped", "after", "cursor", "limit")
 	after, _ := q.cursor("k")
-	p := &keeldriver.FlowKeyListParams{Prefix: q.text("prefix", 256), After: after,
+	p := &keel.FlowKeyListParams{Prefix: q.text("prefix", 256), After: after,
 		OnlyPaused: q.boolean("paused"), OnlyTripped: q.boolean("tripped"), Limit: q.limit() + 1}
 	if q.Err != nil {
 		return 0, nil, q.Err

@@ -6,14 +6,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 )
 
 // jobList: GET /jobs?state=&kind=&queue=&flow_key=&cursor=&limit=, newest first.
 func (h *Handler) jobList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	q := newQuery(r, "state", "kind", "queue", "flow_key", "after", "cursor", "limit")
-	p := &keeldriver.JobListParams{Kinds: q.names("kind"), Queues: q.names("queue"),
+	p := &keel.JobListParams{Kinds: q.names("kind"), Queues: q.names("queue"),
 		FlowKey: q.text("flow_key", 256), BeforeID: q.idCursor("j"), Desc: true, Limit: q.limit()}
 	for _, s := range q.names("state") {
 		st := keeltype.JobState(s)
