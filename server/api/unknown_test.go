@@ -56,3 +56,18 @@ func TestProblemsCarryNoDriverPrefix(t *testing.T) {
 		}
 	})
 }
+
+// TestUnauthenticatedSaysWhy: no token asks for one; a wrong token is said
+// to be refused, not told to send a token it sent.
+func TestUnauthenticatedSaysWhy(t *testing.T) {
+	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
+		for token, want := range map[string]string{"": "send Authorization: Bearer", "keel_wrong": "not accepted"} {
+			r := call(t, e.Server.API(), "GET", api.Prefix+"/jobs", token, "", "")
+			var p api.Problem
+			_ = json.Unmarshal(r.body, &p)
+			if r.status != 401 || !strings.Contains(p.Detail, want) {
+				t.Errorf("token %q: %d %q, want %q", token, r.status, p.Detail, want)
+			}
+		}
+	})
+}
