@@ -257,7 +257,9 @@ func (m *Module[TTx]) Task(ctx context.Context, lang string, id int64) (*TaskVie
 
 // splitFailure reads "failed: <class>: <detail>" back into its class.
 func splitFailure(msg, engineClass string) (string, string) {
-	rest := strings.TrimPrefix(msg, "failed: ")
+	// A lost connection's item is ended as cancelled ("cancelled: …"):
+	// failed, but not counted toward the auto-pause.
+	rest := strings.TrimPrefix(strings.TrimPrefix(msg, "failed: "), "cancelled: ")
 	class, detail, ok := strings.Cut(rest, ": ")
 	if ok {
 		if _, known := labels["class."+class]; known {
