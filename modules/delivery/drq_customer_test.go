@@ -313,10 +313,21 @@ func TestDRQ007NoDeliverAfterThreshold(t *testing.T) {
 			t.Errorf("%s: %d DELIVERs at the customer, counts %v", s.app.Name, written, c)
 		}
 		t.Logf("%s: %d DELIVERs before the pause, %d failed, %d held back", s.app.Name, written, c[keeltype.OutcomeFailed], c[keeltype.OutcomeQueued])
-		// The audit entry names the delivery class apart from the engine's.
+		// The audit entry's failure_class is the engine's class; the task
+		// names the delivery class apart, and says the task is held.
 		l, err := i.c.AuditList(context.Background(), &keeldriver.AuditListParams{Action: "batch.autopause", Target: fmt.Sprintf("batch:%d", tasks[k])})
 		if err != nil || len(l) != 1 {
 			t.Fatalf("%s: auto-pause audits %v %d", s.app.Name, err, len(l))
+		}
+		var ac map[string]any
+		_ = json.Unmarshal(l[0].Context, &ac)
+		v, err := i.m.Task(context.Background(), "zh", tasks[k])
+		if err != nil || len(v.PausedApps) != 1 || !v.Held || v.HeldLabel == "" {
+			t.Fatalf("%s: task view %v %+v", s.app.Name, err, v)
+		}
+		want := map[string]string{"rejects": ClassAckRejected, "silent": ClassAckTimeout}[s.app.Name]
+		if p := v.PausedApps[0]; p.Class != want || p.EngineClass != string(keeltype.ErrorClassPermanent) || ac["failure_class"] != p.EngineClass {
+			t.Fatalf("%s: paused application %+v, audit failure_class %v", s.app.Name, p, ac["failure_class"])
 		}
 	}
 }

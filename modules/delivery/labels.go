@@ -19,6 +19,7 @@ var labels = map[string]label{
 	// task states (seed §5.1)
 	"task.queued":            {"排队中", "Queued"},
 	"task.running":           {"执行中", "Running"},
+	"task.held":              {"部分应用已自动暂停：其任务项等待人工继续，任务不会自行结束", "Held: items of auto-paused applications wait for a resume; the task does not end by itself"},
 	"task.paused":            {"已暂停", "Paused"},
 	"task.completed":         {"已完成", "Completed"},
 	"task.partial_completed": {"部分完成", "Partially completed"},
