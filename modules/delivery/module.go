@@ -146,6 +146,10 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	if err := m.syncLimits(ctx); err != nil {
 		m.log.Warn("delivery: application rate limits", "err", err)
 	}
+	if err := m.startCarrierSim(run); err != nil {
+		cancel()
+		return err
+	}
 	if err := m.startGateway(ctx); err != nil {
 		cancel()
 		return err
