@@ -53,6 +53,11 @@ func (m *Module[TTx]) sendCMPP(ctx context.Context, r *pushReq, app *Application
 	l, release, err := m.links.reserve(ctx, app.ID, windowWait)
 	switch {
 	case errors.Is(err, errNoLink):
+		// A terminated task's item ends now rather than after waiting for
+		// a connection; a paused one is handed back.
+		if err := keel.BatchCheck(ctx, r.ref); err != nil {
+			return err
+		}
 		return m.noLink(app)
 	case errors.Is(err, errLinksBusy):
 		return keel.JobSnooze(busySnooze)
