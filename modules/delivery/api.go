@@ -273,9 +273,13 @@ func (m *Module[TTx]) apiCreate(w http.ResponseWriter, r *http.Request) (int, an
 	if err := checkTaskRequest(&b); err != nil {
 		return 0, nil, err
 	}
-	row, err := m.CreateTask(r.Context(), b)
+	row, created, err := m.CreateTaskOnce(r.Context(), b)
 	if err != nil {
 		return 0, nil, err
+	}
+	if !created {
+		// The token made its task already: the same task again, not a new one.
+		return http.StatusOK, m.viewTask(langOf(r), row), nil
 	}
 	return http.StatusCreated, m.viewTask(langOf(r), row), nil
 }

@@ -86,7 +86,7 @@ func TestDRQ007(t *testing.T) {
 			itemsDone(t, i, task.ID, r) && itemsDone(t, i, task.ID, g)
 	})
 	// q's slow item was written before the third rejection paused q: its
-	// ACK delivered the record; the item completes when q resumes.
+	// ACK delivered the record and settled the item, paused or not.
 	if rec := e.record(i, qRecs[2].ID); rec.Status != StatusDelivered {
 		t.Fatalf("the slow ACK of q: %+v", rec)
 	}

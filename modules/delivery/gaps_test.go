@@ -89,7 +89,7 @@ func TestLabels(t *testing.T) {
 	for _, r := range SkipReasons {
 		keys = append(keys, "skip."+r)
 	}
-	for _, c := range []string{ClassAckTimeout, ClassAckRejected, ClassInvalidMsgID, ClassInvalidAck, ClassConnClosed,
+	for _, c := range []string{ClassAckTimeout, ClassAckRejected, ClassInvalidMsgID, ClassInvalidAck, ClassConnClosed, ClassConnLost,
 		ClassHTTPTimeout, ClassHTTPStatus, ClassHTTPConnect, ClassEncode, ClassGateway} {
 		keys = append(keys, "class."+c)
 	}

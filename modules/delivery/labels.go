@@ -20,6 +20,7 @@ var labels = map[string]label{
 	// partially completed (some items failed) or terminated by an operator
 	"task.queued":            {"排队中", "Queued"},
 	"task.running":           {"执行中", "Running"},
+	"task.held":              {"部分应用已自动暂停：其任务项等待人工继续，任务不会自行结束", "Held: items of auto-paused applications wait for a resume; the task does not end by itself"},
 	"task.paused":            {"已暂停", "Paused"},
 	"task.completed":         {"已完成", "Completed"},
 	"task.partial_completed": {"部分完成", "Partially completed"},
@@ -57,7 +58,8 @@ var labels = map[string]label{
 	"class.ack_rejected":   {"客户 ACK 拒绝（非零结果）", "ACK rejected (non-zero result)"},
 	"class.invalid_msg_id": {"ACK 无法关联原消息（Msg_Id 不符）", "ACK names another Msg_Id"},
 	"class.invalid_ack":    {"ACK 无效", "Invalid ACK"},
-	"class.conn_closed":    {"连接断开，未收到 ACK", "Connection closed before the ACK"},
+	"class.conn_closed":    {"连接断开，未收到 ACK（不计入安全阈值）", "Connection closed before the ACK (not counted)"},
+	"class.conn_lost":      {"写出的连接或进程已丢失，结果未知（不计入安全阈值）", "Connection or process that wrote it was lost; outcome unknown (not counted)"},
 	"class.http_timeout":   {"HTTP 推送超时", "HTTP push timed out"},
 	"class.http_status":    {"HTTP 非 2xx 响应", "HTTP non-2xx answer"},
 	"class.http_connect":   {"HTTP 无法连接", "HTTP endpoint unreachable"},
