@@ -20,7 +20,6 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -273,7 +272,7 @@ func TestDRQ009AckedInFlightAtKill(t *testing.T) {
 	if k, err := io.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+app.FlowKey()); err == nil && k.PausedAt != nil {
 		t.Fatalf("the application auto-paused: %s", k.PauseContext)
 	}
-	if l, err := io.c.AuditList(context.Background(), &keeldriver.AuditListParams{Action: "batch.autopause"}); err != nil || len(l) != 0 {
+	if l, err := io.c.AuditList(context.Background(), &keel.AuditListParams{Action: "batch.autopause"}); err != nil || len(l) != 0 {
 		t.Fatalf("auto-pause audits after the kill: %v %d", err, len(l))
 	}
 	sent := log.perRecord()
