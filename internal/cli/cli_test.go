@@ -79,7 +79,7 @@ func TestLocalAdminVerbs(t *testing.T) {
 	}
 	for _, id := range ids[:3] {
 		run(func(ctx context.Context, c *cli.APIClient) error {
-			return cli.JobAction(ctx, c, o, "cancel", strconv.FormatInt(id, 10), "test")
+			return cli.JobAction(ctx, c, o, "cancel", strconv.FormatInt(id, 10), "test cancellation")
 		})
 	}
 	run(func(ctx context.Context, c *cli.APIClient) error {

@@ -279,7 +279,7 @@ func TestReservationVerbs(t *testing.T) {
 		op.fails(rsvList(rsvFilter{State: "gone"}), `unknown reservation state "gone"`, "checked_in")
 		op.fails(rsvList(rsvFilter{SlotID: "x"}), `slot ID must be a positive integer, got "x"`)
 		op.fails(rsvList(rsvFilter{After: "nonsense"}), "invalid_cursor")
-		op.fails(rsvList(rsvFilter{Limit: 501}), "limit")
+		op.fails(rsvList(rsvFilter{Limit: 1001}), "limit")
 	})
 
 	t.Run("get", func(t *testing.T) {

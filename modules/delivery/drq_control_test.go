@@ -352,7 +352,11 @@ func TestDRQ011(t *testing.T) {
 	seen := map[int64]bool{}
 	before := 0
 	for pages := 0; ; pages++ {
-		_, body, err := callRoute(t, io.m.apiTasks, "GET", fmt.Sprintf("%s?limit=10&before=%d", PathTasks, before), "")
+		url := PathTasks + "?limit=10"
+		if before != 0 { // the first page names no cursor
+			url += fmt.Sprintf("&before=%d", before)
+		}
+		_, body, err := callRoute(t, io.m.apiTasks, "GET", url, "")
 		if err != nil {
 			t.Fatal(err)
 		}
