@@ -166,7 +166,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 		jobs := getJSON(t, url+"/api/v1/jobs?state=completed&limit=5", token, &page) == 200 && len(page.Data) > 0
 		// The delivery module's simulators: a carrier's status report
 		// pushed to a demo customer over CMPP and acknowledged by it.
-		sms := getJSON(t, url+"/admin/operations/downstream-deliveries?status=delivered&page_size=10", token, &delivered) == 200 &&
+		sms := getJSON(t, url+"/admin/operations/downstream-deliveries?status=delivered&size=10", token, &delivered) == 200 &&
 			len(delivered.Items) > 0
 		if jobs && sms {
 			break

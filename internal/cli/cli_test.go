@@ -83,7 +83,7 @@ func TestLocalAdminVerbs(t *testing.T) {
 		})
 	}
 	run(func(ctx context.Context, c *cli.APIClient) error {
-		return cli.JobsRetryAll(ctx, c, o, &cli.JobFilter{States: []string{"cancelled"}, Kinds: []string{"x"}}, "bulk")
+		return cli.JobsRetryAll(ctx, c, o, &cli.JobFilter{States: []string{"cancelled"}, Kinds: []string{"x"}}, "bulk retry in the test")
 	})
 	if !strings.Contains(out.String(), "retried 3 of 3") || !strings.Contains(errOut.String(), "3/3") {
 		t.Fatalf("bulk retry: %s / %s", out.String(), errOut.String())
