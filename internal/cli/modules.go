@@ -29,8 +29,9 @@ var installed = []*module.Descriptor{
 	&delivery.Descriptor,
 }
 
-// allLines are the server's, the events backbone's and every installed
-// module's migration lines (events before the modules that emit).
+// allLines are the server's, the events backbone's, reconciliation's and
+// every installed module's migration lines (events before the modules that
+// emit).
 func allLines(dialect string) []keelmigrate.Line {
 	lines := migration.Lines(dialect)
 	lines = append(lines, eventsLines(dialect)...)

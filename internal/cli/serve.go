@@ -129,8 +129,7 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err := startModules(ctx, mods, client); err != nil {
 		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err)
 	}
-	// The events backbone's wiring passes its *keelevents.Events here.
-	webs, err := hostedWebs(mods, rc, nil)
+	webs, err := hostedWebs(mods, rc, events.ev)
 	if err != nil {
 		return shutdown(ctx, nil, client, mods, events.ev, o.ShutdownTimeout, err)
 	}
