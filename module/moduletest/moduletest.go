@@ -54,9 +54,12 @@ var Start = time.Date(2030, 1, 7, 2, 0, 0, 0, time.UTC)
 
 // Each runs pg and lite as parallel subtests "postgres" and "sqlite", each
 // on its own database with lines (the module's migration lines) applied.
+// The test itself runs in parallel with the package's other parallel tests:
+// it owns its databases, so it shares nothing with them.
 func Each(t *testing.T, lines func(dialect string) []keelmigrate.Line,
 	pg func(*testing.T, *Env[pgx.Tx]), lite func(*testing.T, *Env[*sql.Tx])) {
 	t.Helper()
+	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		pg(t, Postgres(t, lines))

@@ -43,9 +43,11 @@ func lines(dialect string) []keelmigrate.Line {
 // t0 is a Monday 10:00 in Shanghai, the tests' reference instant.
 var t0 = moduletest.Start
 
-// runBoth runs a test body on PostgreSQL and on SQLite, in parallel.
+// runBoth runs a test body on PostgreSQL and on SQLite, in parallel with
+// each other and with the package's other tests (each owns its databases).
 func runBoth(t *testing.T, pg func(*testing.T, *env[pgx.Tx]), lite func(*testing.T, *env[*sql.Tx])) {
 	t.Helper()
+	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		pg(t, newPGEnv(t))
