@@ -14,6 +14,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
@@ -59,7 +60,10 @@ type env[TTx any] struct {
 	clock  *testClock
 }
 
-func lines(dialect string) []keelmigrate.Line { return Lines(dialect) }
+// lines are the events line (which the module emits to) and the module's.
+func lines(dialect string) []keelmigrate.Line {
+	return append([]keelmigrate.Line{keelevents.Line(dialect)}, Lines(dialect)...)
+}
 
 // t0 is a Monday 10:00 in Shanghai, the tests' reference instant.
 var t0 = time.Date(2030, 1, 7, 2, 0, 0, 0, time.UTC)
@@ -105,7 +109,8 @@ func (e *env[TTx]) moduleOn(t testing.TB, db keelsql.DB[TTx], d keeldriver.Drive
 func (e *env[TTx]) moduleWith(t testing.TB, db keelsql.DB[TTx], d keeldriver.Driver[TTx], settings map[string]string, opts ...Option) *Module[TTx] {
 	t.Helper()
 	opts = append([]Option{WithClock(e.clock.Now), WithRetryBackoff(time.Millisecond, time.Millisecond)}, opts...)
-	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings}, opts...)
+	ev := testEvents(t, db)
+	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings, Events: ev}, opts...)
 	if err != nil {
 		t.Fatalf("new module: %v", err)
 	}
@@ -116,6 +121,7 @@ func (e *env[TTx]) moduleWith(t testing.TB, db keelsql.DB[TTx], d keeldriver.Dri
 	if err := m.Start(context.Background(), client); err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	startEvents(t, ev, client)
 	return m
 }
 

@@ -52,6 +52,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	if h == nil || h.DB == nil {
 		return nil, errors.New("reservation: host has no database")
 	}
+	if h.Events == nil {
+		return nil, errors.New("reservation: host has no events backbone (Host.Events): availability events go through it")
+	}
 	q, ok := queries[h.DB.Dialect()]
 	if !ok {
 		return nil, fmt.Errorf("reservation: unsupported dialect %q", h.DB.Dialect())
@@ -79,6 +82,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	}
 	if m.templates, err = parseTemplates(); err != nil {
 		return nil, fmt.Errorf("reservation: templates: %w", err)
+	}
+	if err := h.Events.Consume(m.availabilityConsumer()); err != nil {
+		return nil, fmt.Errorf("reservation: %w", err)
 	}
 	return m, nil
 }
