@@ -18,7 +18,9 @@ import (
 // consumer whose topics match. Subscribers claim due deliveries under a
 // lease (the ack wait) and delete them on acknowledgement, fenced by the
 // attempt number; an ordered consumer only ever claims the oldest delivery
-// of each partition, so a redelivery holds the partition back.
+// of each partition, so a redelivery holds the partition back. While a
+// handler runs its lease is extended every third of the ack wait: only a
+// process that died (or lost the database) has its deliveries redelivered.
 //
 // The table is the queue: any number of processes may subscribe with the
 // same consumer (FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one
@@ -457,7 +459,9 @@ func (s *dbSubscriber[TTx]) deliver(seq int64, d *Delivery) {
 		s.wg.Done()
 		s.poke()
 	}()
+	stopExtend := s.extend(seq, d.Attempt)
 	err := s.call(d)
+	stopExtend()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.handCtx), 30*time.Second)
 	defer cancel()
 	if err == nil {
@@ -471,6 +475,35 @@ func (s *dbSubscriber[TTx]) deliver(seq int64, d *Delivery) {
 	if _, err := s.b.db.Exec(ctx, s.b.d.sql("BusNack"), s.sub.Consumer, seq, d.Attempt, at); err != nil {
 		s.b.logger.Error("keelevents: scheduling a redelivery", "consumer", s.sub.Consumer, "topic", d.Topic, "id", d.ID, "err", err)
 	}
+}
+
+// extend keeps the delivery leased while its handler runs longer than a
+// third of the ack wait, so a slow handler is not redelivered (and, for an
+// ordered consumer, its partition not handed on) while it still works. A
+// process that dies stops extending: its deliveries come back after the
+// ack wait.
+func (s *dbSubscriber[TTx]) extend(seq int64, attempt int) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(s.sub.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(s.handCtx), s.sub.AckWait/3)
+				_, err := s.b.db.Exec(ctx, s.b.d.sql("BusExtend"), s.sub.Consumer, seq, attempt, now().Add(s.sub.AckWait))
+				cancel()
+				if err != nil {
+					s.b.logger.Warn("keelevents: extending a delivery's lease", "consumer", s.sub.Consumer, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func (s *dbSubscriber[TTx]) call(d *Delivery) (err error) {

@@ -161,11 +161,13 @@ func (e *Events[TTx]) partitions(ctx context.Context, q keelsql.Querier) (int, e
 		return e.parts, nil
 	}
 	var n int
+	initialized := false
 	err := q.QueryRow(ctx, e.d.sql("MetaGet")).Scan(&n)
 	if errors.Is(err, keelsql.ErrNoRows) {
 		if _, err := q.Exec(ctx, e.d.sql("MetaInit"), cmp.Or(e.cfg.Partitions, DefaultPartitions)); err != nil {
 			return 0, fmt.Errorf("fixing the partition count: %w", err)
 		}
+		initialized = true
 		err = q.QueryRow(ctx, e.d.sql("MetaGet")).Scan(&n)
 	}
 	if err != nil {
@@ -180,6 +182,11 @@ func (e *Events[TTx]) partitions(ctx context.Context, q keelsql.Querier) (int, e
 			return 0, fmt.Errorf("reading the schema: %w", err)
 		}
 		e.channel = notifyChannel(ns, outboxTopic)
+	}
+	if initialized {
+		// Written in q, which may be a caller's transaction that rolls
+		// back: read it again next time rather than trust it.
+		return n, nil
 	}
 	e.parts = n
 	return n, nil

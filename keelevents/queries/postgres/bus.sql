@@ -117,3 +117,8 @@ SELECT m.seq, m.topic, m.event_id, m.event_key, m.event_type, m.part, m.payload,
        m.emitted_at, c.attempt
 FROM c JOIN keel_events_bus_message m ON m.seq = c.seq
 ORDER BY m.seq;
+
+-- name: BusExtend
+-- Extends the lease of a delivery whose handler is still running.
+UPDATE keel_events_bus_delivery SET available_at = $4
+WHERE consumer = $1 AND seq = $2 AND attempt = $3;
