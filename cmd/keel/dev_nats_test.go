@@ -125,3 +125,35 @@ func assertDevRelaysToJetStream(t *testing.T, dbPath, natsURL string) {
 	emitOne(t, keelsql.SQLite(d.DB()), "devcheck.ping", "p-1")
 	awaitStreamMsgs(t, natsURL, "KEEL_DEVCHECK", 1)
 }
+
+// awaitConsumed waits until some consumer on stream has acknowledged a
+// message: a module's inbox consumer took an event off the broker.
+func awaitConsumed(t *testing.T, url, stream string) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		if st, err := js.Stream(ctx, stream); err == nil {
+			consumers := st.ListConsumers(ctx)
+			for info := range consumers.Info() {
+				if info.AckFloor.Consumer > 0 {
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no consumer of stream %s on %s acknowledged a message within 60s", stream, url)
+		case <-time.After(100 * time.Millisecond): // polling interval, not synchronization
+		}
+	}
+}

@@ -176,6 +176,10 @@ func TestDevShowsMovingWork(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval, not synchronization
 	}
+	// The reservation module's availability events travel on the embedded
+	// broker, and its ordered inbox consumer takes them off it.
+	awaitStreamMsgs(t, natsURL, "KEEL_RESERVATION", 1)
+	awaitConsumed(t, natsURL, "KEEL_RESERVATION")
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v", err)

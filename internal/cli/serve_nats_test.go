@@ -3,7 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,5 +73,29 @@ func TestEventsBusSelection(t *testing.T) {
 	_, err = eventsBus(ctx, &ServeOpts{NATSURL: "nats://127.0.0.1:1"}, db, 8, logger)
 	if err == nil || !strings.Contains(err.Error(), "events on NATS JetStream") {
 		t.Errorf("unreachable server: %v", err)
+	}
+}
+
+func TestDevNATSPortAndStore(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	s, err := startDevNATS(dir, port, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	want := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	if s.URL() != want || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), filepath.Join(dir, "nats")) {
+		t.Fatalf("url %s, printed %q; want %s and the store under %s", s.URL(), out.String(), want, dir)
+	}
+	// A second server on the same port is a sentence, not a hang.
+	if _, err := startDevNATS(t.TempDir(), port, &out); err == nil {
+		t.Fatal("a second embedded server started on a port in use")
 	}
 }
