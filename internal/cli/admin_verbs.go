@@ -42,7 +42,7 @@ func (f *JobFilter) query() url.Values {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
 	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
+		q.Set("after", f.Cursor)
 	}
 	return q
 }
@@ -79,7 +79,7 @@ func ts(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
 
 func nextHint(o *AdminOpts, next string) {
 	if next != "" && o.Err != nil {
-		fmt.Fprintf(o.Err, "more: --cursor %s\n", next)
+		fmt.Fprintf(o.Err, "more: --after %s\n", next)
 	}
 }
 
@@ -243,7 +243,7 @@ func KeysList(ctx context.Context, c *APIClient, o *AdminOpts, prefix string, pa
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	if cursor != "" {
-		q.Set("cursor", cursor)
+		q.Set("after", cursor)
 	}
 	var page api.Page[*api.FlowKey]
 	raw, err := c.Call(ctx, "GET", api.Prefix+"/flow/keys?"+q.Encode(), nil, &page)
@@ -323,7 +323,7 @@ func LimitDelete(ctx context.Context, c *APIClient, o *AdminOpts, pattern, queue
 // AuditList prints one page of the audit log, newest first.
 func AuditList(ctx context.Context, c *APIClient, o *AdminOpts, actor, action, target string, limit int, cursor string) error {
 	q := url.Values{}
-	for k, v := range map[string]string{"actor": actor, "action": action, "target": target, "cursor": cursor} {
+	for k, v := range map[string]string{"actor": actor, "action": action, "target": target, "after": cursor} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -373,7 +373,7 @@ func TokensList(ctx context.Context, c *APIClient, o *AdminOpts) error {
 	for {
 		q := url.Values{"limit": {strconv.Itoa(api.MaxLimit)}}
 		if cursor != "" {
-			q.Set("cursor", cursor)
+			q.Set("after", cursor)
 		}
 		var page api.Page[*auth.Token]
 		if _, err := c.Call(ctx, "GET", api.Prefix+"/tokens?"+q.Encode(), nil, &page); err != nil {

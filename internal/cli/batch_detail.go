@@ -76,7 +76,7 @@ func skipReasons(ctx context.Context, c *APIClient, path string) (map[string]int
 		if page.NextCursor == "" {
 			return reasons, nil
 		}
-		q.Set("cursor", page.NextCursor)
+		q.Set("after", page.NextCursor)
 	}
 }
 

@@ -72,7 +72,7 @@ func pageQuery(q url.Values, limit int, after string) {
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	if after != "" {
-		q.Set("cursor", after)
+		q.Set("after", after)
 	}
 }
 
