@@ -145,6 +145,9 @@ var (
 	consoleLine = regexp.MustCompile(`keel dev: console (http://\S+)/`)
 	existsLine  = regexp.MustCompile(`an admin token already exists`)
 	listenLine  = regexp.MustCompile(`keel serve: listening on (http://\S+) `)
+	// The stop's announcement and its end.
+	stoppingLine = regexp.MustCompile(`keel: stopping \(at most 15s\): .*running jobs`)
+	stoppedLine  = regexp.MustCompile(`keel: stopped in `)
 )
 
 // TestDevShowsMovingWork runs `keel dev` on a fresh data folder and waits
@@ -163,7 +166,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 		jobs := getJSON(t, url+"/api/v1/jobs?state=completed&limit=5", token, &page) == 200 && len(page.Data) > 0
 		// The delivery module's simulators: a carrier's status report
 		// pushed to a demo customer over CMPP and acknowledged by it.
-		sms := getJSON(t, url+"/admin/operations/downstream-deliveries?status=delivered&page_size=10", token, &delivered) == 200 &&
+		sms := getJSON(t, url+"/admin/operations/downstream-deliveries?status=delivered&size=10", token, &delivered) == 200 &&
 			len(delivered.Items) > 0
 		if jobs && sms {
 			break
@@ -173,9 +176,23 @@ func TestDevShowsMovingWork(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval, not synchronization
 	}
+	stopAt := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	// A stop says that it is stopping and what it waits for, ends within
+	// its documented bound, and logs no cancellation as an error.
+	p.await(t, stoppingLine, 5*time.Second)
+	p.await(t, stoppedLine, 20*time.Second)
 	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v", err)
+		for line := range p.lines {
+			p.out.WriteString(line + "\n")
+		}
+		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v\n%s", err, p.out.String())
+	}
+	if took := time.Since(stopAt); took > 16*time.Second {
+		t.Errorf("keel dev took %s to stop, more than its 15 s bound", took)
+	}
+	if strings.Contains(p.out.String(), "level=ERROR") && strings.Contains(p.out.String(), "context canceled") {
+		t.Errorf("the stop logged a cancellation as an error:\n%s", p.out.String())
 	}
 	again := start(t, nil, devArgs...)
 	again.await(t, existsLine, 30*time.Second)
