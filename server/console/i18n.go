@@ -145,6 +145,8 @@ var words = map[string][2]string{
 	"forbidden":       {"当前角色无权执行此操作。", "Your role may not do this."},
 	"done":            {"操作已完成。", "Done."},
 	"error":           {"操作失败", "Failed"},
+	"error_title":     {"无法完成", "Something went wrong"},
+	"back_home":       {"返回概览", "Back to the overview"},
 	"lang_switch":     {"English", "中文"},
 	"only_paused":     {"仅暂停", "paused only"},
 	"only_tripped":    {"仅熔断", "tripped only"},
