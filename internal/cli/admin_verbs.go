@@ -52,13 +52,27 @@ func (f *JobFilter) Empty() bool {
 	return len(f.States) == 0 && len(f.Kinds) == 0 && len(f.Queues) == 0 && f.FlowKey == ""
 }
 
+// table prints rows aligned under header, as one block: a cell's own tabs
+// and line breaks (an error message's) become spaces, since either would
+// start a separately aligned block.
 func table(out io.Writer, header string, rows [][]string) {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = cellText(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+func cellText(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func printed(o *AdminOpts, raw []byte) bool {
@@ -75,7 +89,9 @@ func short(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-func ts(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+// ts prints a time in the local zone, labelled with it (the console shows
+// Beijing time; the CLI says which zone it prints).
+func ts(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") }
 
 func nextHint(o *AdminOpts, next string) {
 	if next != "" && o.Err != nil {
