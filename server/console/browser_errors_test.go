@@ -23,11 +23,13 @@ func TestConsoleErrorsInWords(t *testing.T) {
 	br := browsertest.New(t, 60*time.Second)
 	br.Login(base, e.Tokens[auth.RoleOperator])
 	words := map[string]map[string]string{
-		"zh": {"missing": "找不到这个对象", "invalid": "输入有误", "csrf": "表单已过期"},
-		"en": {"missing": "This does not exist", "invalid": "The input is not valid", "csrf": "The form expired"},
+		"zh": {"missing": "找不到这个对象", "invalid": "输入有误", "csrf": "表单已过期", "zone": "北京时间（UTC+8）"},
+		"en": {"missing": "This does not exist", "invalid": "The input is not valid", "csrf": "The form expired", "zone": "Beijing time (UTC+8)"},
 	}
 	for _, lang := range []string{"zh", "en"} {
 		br.Do("language "+lang, chromedp.Navigate(base+"/?lang="+lang), chromedp.WaitVisible(chromedp.CSS("header nav")))
+		// Every page says which zone its times are in.
+		br.MustSee(lang+" zone", "#zone", words[lang]["zone"])
 		for _, c := range []struct{ name, path, want string }{
 			{"unknown path", "/no/such/page", words[lang]["missing"]},
 			{"unknown job", "/jobs/99999999", words[lang]["missing"]},

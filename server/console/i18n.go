@@ -146,6 +146,7 @@ var words = map[string][2]string{
 	"forbidden":       {"当前角色无权执行此操作。", "Your role may not do this."},
 	"done":            {"操作已完成。", "Done."},
 	"error":           {"操作失败", "Failed"},
+	"time_zone":       {"页面中的时间均为北京时间（UTC+8）；命令行与 API 使用 UTC。", "Times on these pages are Beijing time (UTC+8); the CLI and the API use UTC."},
 	"error_title":     {"无法完成", "Something went wrong"},
 	"back_home":       {"返回概览", "Back to the overview"},
 	"lang_switch":     {"English", "中文"},
