@@ -69,10 +69,7 @@ func table(out io.Writer, header string, rows [][]string) {
 }
 
 func cellText(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return strings.Join(strings.Fields(s), " ")
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
 }
 
 func printed(o *AdminOpts, raw []byte) bool {
