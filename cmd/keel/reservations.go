@@ -41,7 +41,7 @@ func reservationListCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.State, "state", "", "pending_payment, paid, checked_in, released, restored, cancelled or expired")
 	cmd.Flags().StringVar(&f.SlotID, "slot", "", "only this slot's reservations")
 	cmd.Flags().StringVar(&f.User, "user", "", "only this user's reservations")
-	cmd.Flags().IntVar(&f.Limit, "limit", 50, "page size (1..500)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 50, "page size (1..1000)")
 	cmd.Flags().StringVar(&f.After, "after", "", "continue after a previous page (the cursor it printed)")
 	return cmd
 }
@@ -97,7 +97,7 @@ func reservationSlotsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.ResourceID, "resource", "", "only this resource's slots")
 	cmd.Flags().StringVar(&f.From, "from", "", "window start, RFC 3339 (default now)")
 	cmd.Flags().StringVar(&f.To, "to", "", "window end, RFC 3339 (default 24 hours after the start)")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "at most this many slots (1..500; default the server's)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "at most this many slots (1..1000; default the server's)")
 	return cmd
 }
 
@@ -110,7 +110,7 @@ func reservationRunsCmd() *cobra.Command {
 			})
 		}}
 	cmd.Flags().StringVar(&f.Kind, "kind", "", "scan or compensation")
-	cmd.Flags().IntVar(&f.Limit, "limit", 50, "page size (1..500)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 50, "page size (1..1000)")
 	cmd.Flags().StringVar(&f.After, "after", "", "continue after a previous page (the cursor it printed)")
 	return cmd
 }
@@ -124,7 +124,7 @@ func reservationDeadLettersCmd() *cobra.Command {
 				return cli.ReservationDeadLetters(ctx, c, o, limit, after)
 			})
 		}}
-	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..500)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..1000)")
 	cmd.Flags().StringVar(&after, "after", "", "continue after a previous page (the cursor it printed)")
 	return cmd
 }

@@ -86,9 +86,7 @@ func short(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// ts prints a time in the local zone, labelled with it (the console shows
-// Beijing time; the CLI says which zone it prints).
-func ts(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") }
+func ts(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
 
 func nextHint(o *AdminOpts, next string) {
 	if next != "" && o.Err != nil {

@@ -248,7 +248,7 @@ func TestReservationVerbs(t *testing.T) {
 		op.fails(rsvList(cli.ReservationFilter{State: "gone"}), `unknown reservation state "gone"`, "checked_in")
 		op.fails(rsvList(cli.ReservationFilter{SlotID: "x"}), `slot ID must be a positive integer, got "x"`)
 		op.fails(rsvList(cli.ReservationFilter{After: "nonsense"}), "invalid_cursor")
-		op.fails(rsvList(cli.ReservationFilter{Limit: 501}), "limit")
+		op.fails(rsvList(cli.ReservationFilter{Limit: 1001}), "limit")
 	})
 
 	t.Run("get", func(t *testing.T) {
