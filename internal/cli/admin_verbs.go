@@ -7,9 +7,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/keelwork/keel/module/modcli"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -52,20 +52,19 @@ func (f *JobFilter) Empty() bool {
 	return len(f.States) == 0 && len(f.Kinds) == 0 && len(f.Queues) == 0 && f.FlowKey == ""
 }
 
-// table prints rows aligned under header, as one block: a cell's own tabs
-// and line breaks (an error message's) become spaces, since either would
-// start a separately aligned block.
+// table prints rows aligned under header by the same rules as the
+// modules' verbs (modcli), as one block: a cell's own tabs and line breaks
+// (an error message's) become spaces, since either would start a
+// separately aligned block.
 func table(out io.Writer, header string, rows [][]string) {
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		cells := make([]string, len(r))
-		for i, c := range r {
-			cells[i] = cellText(c)
+	clean := make([][]string, len(rows))
+	for i, r := range rows {
+		clean[i] = make([]string, len(r))
+		for j, c := range r {
+			clean[i][j] = cellText(c)
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	_ = tw.Flush()
+	modcli.Table(out, header, clean)
 }
 
 func cellText(s string) string {
@@ -79,14 +78,9 @@ func printed(o *AdminOpts, raw []byte) bool {
 	return o.JSON
 }
 
-func short(s string, n int) string {
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+func short(s string, n int) string { return modcli.Short(s, n) }
 
-func ts(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+func ts(t time.Time) string { return modcli.TS(t) }
 
 func nextHint(o *AdminOpts, next string) {
 	if next != "" && o.Err != nil {

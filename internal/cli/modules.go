@@ -19,25 +19,19 @@ import (
 	"github.com/keelwork/keel/server/migration"
 )
 
-// installedModule is one business module the binary carries: its
-// migration lines (needed by `keel migrate` without building the module)
-// and its constructors per driver.
-type installedModule struct {
-	name  string
-	lines func(dialect string) []keelmigrate.Line
-}
-
-// installed lists the modules in the binary, in start order.
-var installed = []installedModule{
-	{name: reservation.Name, lines: reservation.Lines},
-	{name: delivery.LineName, lines: delivery.Lines},
+// installed lists the modules in the binary, in start order: installing
+// a module is one line here (its Descriptor names its migration lines,
+// constructors and verbs).
+var installed = []*module.Descriptor{
+	&reservation.Descriptor,
+	&delivery.Descriptor,
 }
 
 // allLines are the server's and every installed module's migration lines.
 func allLines(dialect string) []keelmigrate.Line {
 	lines := migration.Lines(dialect)
 	for _, m := range installed {
-		lines = append(lines, m.lines(dialect)...)
+		lines = append(lines, m.Lines(dialect)...)
 	}
 	return lines
 }
@@ -46,7 +40,7 @@ func allLines(dialect string) []keelmigrate.Line {
 func moduleNames() []string {
 	names := make([]string, len(installed))
 	for i, m := range installed {
-		names[i] = m.name
+		names[i] = m.Name
 	}
 	return names
 }
@@ -105,11 +99,10 @@ func buildModules[TTx any](names []string, h *module.Host[TTx]) ([]module.Module
 }
 
 func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], error) {
-	switch name {
-	case reservation.Name:
-		return reservation.New(h)
-	case delivery.LineName:
-		return delivery.New(h)
+	for _, d := range installed {
+		if d.Name == name {
+			return module.Build(d, h)
+		}
 	}
 	return nil, fmt.Errorf("not installed")
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/keelwork/keel/module/web"
 )
 
-// API paths (seed §9, plus the record list and its single and page
-// requeues).
+// API paths: the requeue tasks at the paths operators' tools already call,
+// plus the record list and its single and page requeues.
 const (
 	PathTasks      = "/admin/operations/downstream-requeue-tasks"
 	PathDeliveries = "/admin/operations/downstream-deliveries"

@@ -14,7 +14,9 @@ import (
 	"github.com/keelwork/keel/module"
 )
 
-// Requeue settings the operator chooses (seed §2, §8).
+// Requeue settings the operator chooses: the speed of a task (pushes per
+// second per application), the consecutive failures after which it pauses
+// an application, and at most 50 records requeued from one page's selection.
 const (
 	DefaultTaskRate      = keel.DefaultBatchRate      // pushes per second per application
 	DefaultTaskAutoPause = keel.DefaultBatchAutoPause // consecutive failures that pause an application
@@ -26,8 +28,10 @@ const (
 // TaskRates are the speeds the console offers.
 var TaskRates = []float64{1, 5, 10, 20, 50}
 
-// TaskPreview is the preview of seed §3.2: the counts under the filter at
-// the snapshot, and the token that binds them to the creation.
+// TaskPreview is what an operator sees before creating a task: the counts
+// under the filter at the snapshot instant, and the token that binds the
+// creation to exactly this filter and snapshot (a changed filter or an old
+// preview is refused).
 type TaskPreview struct {
 	Filter      Filter           `json:"filter"`
 	SnapshotAt  time.Time        `json:"snapshot_at"`

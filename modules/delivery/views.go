@@ -11,7 +11,7 @@ import (
 	"github.com/keelwork/keel/module"
 )
 
-// PageSizes are the record list's page sizes (seed §2).
+// PageSizes are the page sizes the record list offers.
 var PageSizes = []int{10, 25, 50}
 
 // RecordView is a delivery record as the list shows it.
@@ -304,7 +304,8 @@ type ItemList struct {
 	Next  string     `json:"next,omitempty"`
 }
 
-// TaskItems pages every item of a task, with filters (seed §3.4).
+// TaskItems pages every item of a task (not only its failures), filtered
+// by outcome, reason or message id.
 func (m *Module[TTx]) TaskItems(ctx context.Context, lang string, id int64, q ItemQuery) (*ItemList, error) {
 	if _, err := m.task(ctx, id); err != nil {
 		return nil, err

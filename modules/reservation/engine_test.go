@@ -16,6 +16,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // working builds a module on the real clock with a started engine client
@@ -59,13 +60,7 @@ func (e *env[TTx]) working(t *testing.T, opts ...Option) *Module[TTx] {
 // fixed wait).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	moduletest.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // hook is a webhook receiver: the real protocol over loopback. It fails
