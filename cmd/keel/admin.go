@@ -39,7 +39,7 @@ func jobsCmd() *cobra.Command {
 		}}
 	jobFilterFlags(list, f)
 	list.Flags().IntVar(&f.Limit, "limit", api.DefaultLimit, "page size (1..1000)")
-	list.Flags().StringVar(&f.Cursor, "cursor", "", "continue after a previous page")
+	list.Flags().StringVar(&f.Cursor, "after", "", "continue after a previous page (the cursor it printed)")
 	get := &cobra.Command{Use: "get ID", Short: "Show a job with its attempts and errors", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return admin(cmd, func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
@@ -119,7 +119,7 @@ func keysCmd() *cobra.Command {
 	list.Flags().BoolVar(&paused, "paused", false, "only paused keys")
 	list.Flags().BoolVar(&tripped, "tripped", false, "only keys whose breaker is not closed")
 	list.Flags().IntVar(&limit, "limit", api.DefaultLimit, "page size (1..1000)")
-	list.Flags().StringVar(&cursor, "cursor", "", "continue after a previous page")
+	list.Flags().StringVar(&cursor, "after", "", "continue after a previous page (the cursor it printed)")
 	get := &cobra.Command{Use: "get KEY", Short: "Show one key", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return admin(cmd, func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
@@ -197,7 +197,7 @@ func auditCmd() *cobra.Command {
 	cmd.Flags().StringVar(&action, "action", "", "action prefix (queue., job.retry)")
 	cmd.Flags().StringVar(&target, "target", "", "only this target (job:42, queue:default)")
 	cmd.Flags().IntVar(&limit, "limit", api.DefaultLimit, "page size (1..1000)")
-	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after a previous page")
+	cmd.Flags().StringVar(&cursor, "after", "", "continue after a previous page (the cursor it printed)")
 	return cmd
 }
 

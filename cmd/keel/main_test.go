@@ -145,6 +145,9 @@ var (
 	consoleLine = regexp.MustCompile(`keel dev: console (http://\S+)/`)
 	existsLine  = regexp.MustCompile(`an admin token already exists`)
 	listenLine  = regexp.MustCompile(`keel serve: listening on (http://\S+) `)
+	// The stop's announcement and its end.
+	stoppingLine = regexp.MustCompile(`keel: stopping \(at most 15s\): .*running jobs`)
+	stoppedLine  = regexp.MustCompile(`keel: stopped in `)
 )
 
 // TestDevShowsMovingWork runs `keel dev` on a fresh data folder and waits
@@ -180,9 +183,23 @@ func TestDevShowsMovingWork(t *testing.T) {
 	// broker, and its ordered inbox consumer takes them off it.
 	awaitStreamMsgs(t, natsURL, "KEEL_RESERVATION", 1)
 	awaitConsumed(t, natsURL, "KEEL_RESERVATION")
+	stopAt := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	// A stop says that it is stopping and what it waits for, ends within
+	// its documented bound, and logs no cancellation as an error.
+	p.await(t, stoppingLine, 5*time.Second)
+	p.await(t, stoppedLine, 20*time.Second)
 	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v", err)
+		for line := range p.lines {
+			p.out.WriteString(line + "\n")
+		}
+		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v\n%s", err, p.out.String())
+	}
+	if took := time.Since(stopAt); took > 16*time.Second {
+		t.Errorf("keel dev took %s to stop, more than its 15 s bound", took)
+	}
+	if strings.Contains(p.out.String(), "level=ERROR") && strings.Contains(p.out.String(), "context canceled") {
+		t.Errorf("the stop logged a cancellation as an error:\n%s", p.out.String())
 	}
 	again := start(t, nil, devArgs...)
 	again.await(t, natsLine, 30*time.Second)

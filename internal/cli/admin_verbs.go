@@ -42,7 +42,7 @@ func (f *JobFilter) query() url.Values {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
 	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
+		q.Set("after", f.Cursor)
 	}
 	return q
 }
@@ -52,8 +52,24 @@ func (f *JobFilter) Empty() bool {
 	return len(f.States) == 0 && len(f.Kinds) == 0 && len(f.Queues) == 0 && f.FlowKey == ""
 }
 
-// The engine's verbs print by the same rules as the modules' (modcli).
-func table(out io.Writer, header string, rows [][]string) { modcli.Table(out, header, rows) }
+// table prints rows aligned under header by the same rules as the
+// modules' verbs (modcli), as one block: a cell's own tabs and line breaks
+// (an error message's) become spaces, since either would start a
+// separately aligned block.
+func table(out io.Writer, header string, rows [][]string) {
+	clean := make([][]string, len(rows))
+	for i, r := range rows {
+		clean[i] = make([]string, len(r))
+		for j, c := range r {
+			clean[i][j] = cellText(c)
+		}
+	}
+	modcli.Table(out, header, clean)
+}
+
+func cellText(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+}
 
 func printed(o *AdminOpts, raw []byte) bool {
 	if o.JSON {
@@ -68,7 +84,7 @@ func ts(t time.Time) string { return modcli.TS(t) }
 
 func nextHint(o *AdminOpts, next string) {
 	if next != "" && o.Err != nil {
-		fmt.Fprintf(o.Err, "more: --cursor %s\n", next)
+		fmt.Fprintf(o.Err, "more: --after %s\n", next)
 	}
 }
 
@@ -232,7 +248,7 @@ func KeysList(ctx context.Context, c *APIClient, o *AdminOpts, prefix string, pa
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	if cursor != "" {
-		q.Set("cursor", cursor)
+		q.Set("after", cursor)
 	}
 	var page api.Page[*api.FlowKey]
 	raw, err := c.Call(ctx, "GET", api.Prefix+"/flow/keys?"+q.Encode(), nil, &page)
@@ -312,7 +328,7 @@ func LimitDelete(ctx context.Context, c *APIClient, o *AdminOpts, pattern, queue
 // AuditList prints one page of the audit log, newest first.
 func AuditList(ctx context.Context, c *APIClient, o *AdminOpts, actor, action, target string, limit int, cursor string) error {
 	q := url.Values{}
-	for k, v := range map[string]string{"actor": actor, "action": action, "target": target, "cursor": cursor} {
+	for k, v := range map[string]string{"actor": actor, "action": action, "target": target, "after": cursor} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -362,7 +378,7 @@ func TokensList(ctx context.Context, c *APIClient, o *AdminOpts) error {
 	for {
 		q := url.Values{"limit": {strconv.Itoa(api.MaxLimit)}}
 		if cursor != "" {
-			q.Set("cursor", cursor)
+			q.Set("after", cursor)
 		}
 		var page api.Page[*auth.Token]
 		if _, err := c.Call(ctx, "GET", api.Prefix+"/tokens?"+q.Encode(), nil, &page); err != nil {

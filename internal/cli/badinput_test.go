@@ -136,7 +136,6 @@ var volatileTables = []string{"keel_leader", "keel_client", "keel_instance", "ke
 // slot, a reservation), sending the catalogue of bad input: each answer is
 // a 4xx problem and no table changed.
 func TestBadInputChangesNothing(t *testing.T) {
-	t.Parallel()
 	srv, token, db := startServe(t)
 	h := srv.API()
 	ent := idOf(t)(apiCall(t, h, token, "POST", "/admin/operations/delivery-enterprises", map[string]any{"name": "Acme"}))

@@ -76,12 +76,16 @@ func skipReasons(ctx context.Context, c *APIClient, path string) (map[string]int
 		if page.NextCursor == "" {
 			return reasons, nil
 		}
-		q.Set("cursor", page.NextCursor)
+		q.Set("after", page.NextCursor)
 	}
 }
 
 func printBatchHead(w io.Writer, b *api.Batch) {
-	fmt.Fprintf(w, "batch %d  %s  %q\n", b.ID, b.Kind, b.Name)
+	if b.Name != "" {
+		fmt.Fprintf(w, "batch %d  %s  %s\n", b.ID, b.Kind, b.Name)
+	} else {
+		fmt.Fprintf(w, "batch %d  %s\n", b.ID, b.Kind)
+	}
 	rows := [][]string{
 		{"state", batchStateText(b)},
 		{"reason", b.Reason},
@@ -96,7 +100,10 @@ func printBatchHead(w io.Writer, b *api.Batch) {
 	if b.CompletedAt != nil {
 		rows = append(rows, []string{"ended", ts(*b.CompletedAt)})
 	}
-	if b.LastError != "" {
+	// The last error says why items fail now; once none is failing or
+	// waiting on a paused key (a finished batch without failures), it is
+	// history and not shown.
+	if b.LastError != "" && (b.Counts[keeltype.OutcomeFailed] > 0 || b.State == keeltype.BatchPaused) {
 		rows = append(rows, []string{"last error", b.LastError})
 	}
 	fields(w, rows)

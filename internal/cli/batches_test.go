@@ -168,7 +168,7 @@ func TestBatchGetAndItems(t *testing.T) {
 		}
 		sid := strconv.FormatInt(id, 10)
 		out := b.must(get(sid))
-		for _, want := range []string{`(?m)^batch ` + sid + `  servertest\.items  "servertest t\d+"$`, `(?m)^state\s+running$`,
+		for _, want := range []string{`(?m)^batch ` + sid + `  servertest\.items  servertest t\d+$`, `(?m)^state\s+running$`,
 			`(?m)^reason\s+incident 42 resend$`, `(?m)^created\s+.* by token:setup$`, `(?m)^progress\s+\[\.{20}\] 0/7 0\.0%`,
 			`(?m)^pace\s+queue default, 1 item\(s\)/s per key, a key pauses after 10 failures in a row$`,
 			`(?m)^OUTCOME\s+ITEMS$`, `(?m)^success\s+0$`, `(?m)^waiting for external ACK\s+0$`, `(?m)^queued\s+7$`} {

@@ -82,7 +82,7 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err != nil {
 		return err
 	}
-	cfg := &keel.Config{Logger: logger, Registerer: reg, BatchSigningKey: signing}
+	cfg := &keel.Config{Logger: logger, Registerer: reg, BatchSigningKey: signing, StopHandBack: handBackOf(o.ShutdownTimeout)}
 	if o.Demo {
 		addDemo(cfg, o.Queues)
 	}
@@ -121,17 +121,17 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	// The events start before the modules, which may emit as they start,
 	// and stop after them (shutdown), before the client.
 	if err := events.ev.Start(ctx, client); err != nil {
-		return shutdown(ctx, nil, client, nil, nil, o.ShutdownTimeout, err)
+		return shutdown(ctx, nil, client, nil, nil, o.ShutdownTimeout, err, out)
 	}
 	if err := rc.Start(ctx, client); err != nil {
-		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err)
+		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err, out)
 	}
 	if err := startModules(ctx, mods, client); err != nil {
-		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err)
+		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err, out)
 	}
 	webs, err := hostedWebs(mods, rc, events.ev)
 	if err != nil {
-		return shutdown(ctx, nil, client, mods, events.ev, o.ShutdownTimeout, err)
+		return shutdown(ctx, nil, client, mods, events.ev, o.ShutdownTimeout, err, out)
 	}
 	store := auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client))
 	srv, err := server.New(&server.Config{Addr: o.Addr, Engine: client, Auth: store, Gatherer: reg,
@@ -146,7 +146,7 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 			<-ctx.Done()
 		}
 	}
-	return shutdown(ctx, srv, client, mods, events.ev, o.ShutdownTimeout, err)
+	return shutdown(ctx, srv, client, mods, events.ev, o.ShutdownTimeout, err, out)
 }
 
 // shutdown stops the HTTP server first (not ready, no new requests), then
@@ -154,8 +154,14 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 // consumes), then the client: soft stop within timeout, hard stop (hand
 // back) after.
 func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Client[TTx], mods []module.Module[TTx],
-	events stopper, timeout time.Duration, cause error) error {
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	events stopper, timeout time.Duration, cause error, out io.Writer) error {
+	start := time.Now()
+	fmt.Fprintf(out, "keel: stopping (at most %s): no new requests; modules close their connections; running jobs get %s to finish, then are handed back unchanged\n",
+		timeout, timeout-handBackOf(timeout))
+	defer func() { fmt.Fprintf(out, "keel: stopped in %s\n", time.Since(start).Round(10*time.Millisecond)) }()
+	// The soft stop gets the timeout less the hand-back's share, so a
+	// stop ends within timeout in all.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout-handBackOf(timeout))
 	defer cancel()
 	if srv != nil {
 		_ = srv.Shutdown(stopCtx)
@@ -175,4 +181,10 @@ func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Cli
 		cause = err
 	}
 	return cause
+}
+
+// handBackOf is the share of the shutdown timeout kept for handing back
+// jobs that did not finish: a third, at most keel's default.
+func handBackOf(timeout time.Duration) time.Duration {
+	return min(timeout/3, keel.DefaultStopHandBack)
 }

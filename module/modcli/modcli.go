@@ -136,7 +136,7 @@ func PageQuery(q url.Values, limit int, after string) {
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	if after != "" {
-		q.Set("cursor", after)
+		q.Set("after", after)
 	}
 }
 

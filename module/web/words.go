@@ -26,12 +26,12 @@ func pick(lang string, w [2]string, ok bool, raw string) string {
 
 // outcomeWords are the one translation of the engine's item outcomes.
 var outcomeWords = map[keeltype.BatchOutcome][2]string{
-	keeltype.OutcomeQueued:             {"排队中", "Queued"},
+	keeltype.OutcomeQueued:             {"排队", "Queued"},
 	keeltype.OutcomeProcessing:         {"处理中", "Processing"},
 	keeltype.OutcomeWaitingConnection:  {"等待连接", "Waiting for connection"},
 	keeltype.OutcomeWaitingExternalACK: {"等待外部 ACK", "Waiting for another channel's ACK"},
 	keeltype.OutcomeWaitingACK:         {"等待 ACK", "Waiting for ACK"},
-	keeltype.OutcomeWaiting:            {"等待中", "Waiting"},
+	keeltype.OutcomeWaiting:            {"等待", "Waiting"},
 	keeltype.OutcomeSuccess:            {"成功", "Succeeded"},
 	keeltype.OutcomeFailed:             {"失败", "Failed"},
 	keeltype.OutcomeSkipped:            {"跳过", "Skipped"},

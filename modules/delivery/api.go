@@ -290,7 +290,12 @@ func (m *Module[TTx]) apiTasks(_ http.ResponseWriter, r *http.Request) (int, any
 	if state != "" && !validTaskState(state) {
 		return 0, nil, module.Invalid("state %q is unknown", state)
 	}
-	before, limit := q.ID("before"), q.Limit(20)
+	// before=0 (or none) is the first page; a task id otherwise.
+	var before int64
+	if q.Get("before") != "0" {
+		before = q.ID("before")
+	}
+	limit := q.Limit(20)
 	if q.Err != nil {
 		return 0, nil, q.Err
 	}

@@ -148,7 +148,12 @@ func TestDeliveryConsoleInBrowser(t *testing.T) {
 	do("create the task",
 		chromedp.SetValue(chromedp.CSS(`#create-task select[name="rate"]`), "1"),
 		chromedp.SendKeys(chromedp.CSS(`#create-task input[name="task_reason"]`), taskReason),
-		chromedp.Click(chromedp.CSS(`#create-task button[type="submit"]`)))
+		chromedp.Click(chromedp.CSS(`#create-task button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-ok")))
+	// The form has its reason: the dialog does not ask for it again.
+	if n := count(t, br, "#confirm label:not([hidden]) #confirm-reason"); n != 0 {
+		t.Errorf("the creation dialog asks for the reason a second time")
+	}
 	br.Confirm("confirm the creation", "", "main .flash")
 	do("task list", chromedp.WaitVisible(chromedp.CSS("#tasks")), shot("delivery-tasks"))
 	m := regexp.MustCompile(`已创建重投任务 #(\d+)`).FindStringSubmatch(br.Text("flash", "main .flash"))

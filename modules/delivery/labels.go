@@ -3,6 +3,13 @@ package delivery
 // Labels of statuses, outcomes, reasons and classes. The console and the
 // API show these words, never the raw codes alone.
 
+import (
+	"strings"
+
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
+)
+
 type label struct{ zh, en string }
 
 var labels = map[string]label{
@@ -83,6 +90,14 @@ var labels = map[string]label{
 // Label returns the word for key ("status.pending", "skip.other_task")
 // in lang ("zh" or "en"); an unknown key is returned as is.
 func Label(lang, key string) string {
+	// The engine's task states and item outcomes have one translation,
+	// shared with the console (module/web).
+	if o, ok := strings.CutPrefix(key, "outcome."); ok {
+		return web.OutcomeWord(web.Lang(lang), keeltype.BatchOutcome(o))
+	}
+	if st, ok := strings.CutPrefix(key, "task."); ok && web.BatchStateWord(lang, keeltype.BatchState(st)) != st {
+		return web.BatchStateWord(web.Lang(lang), keeltype.BatchState(st))
+	}
 	l, ok := labels[key]
 	if !ok {
 		return key

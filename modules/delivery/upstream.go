@@ -81,7 +81,13 @@ func (u *upstream[TTx]) handle(s *session, pkt any) {
 	}
 	var result uint32
 	if err := u.ingest(u.ingestCtx, p); err != nil {
-		u.m.log.Error("delivery: ingesting a carrier DELIVER", "msg_id", p.MsgId, "err", err)
+		// At a stop the carrier is told to send it again (result 9): not
+		// an error of anyone's.
+		if u.ingestCtx.Err() != nil {
+			u.m.log.Info("delivery: stopping; the carrier will resend a DELIVER", "msg_id", p.MsgId)
+		} else {
+			u.m.log.Error("delivery: ingesting a carrier DELIVER", "msg_id", p.MsgId, "err", err)
+		}
 		result = cmpp.ResultOther
 	}
 	s.respond(&gocmpp.Cmpp3DeliverRspPkt{MsgId: p.MsgId, Result: result}, p.SeqId)

@@ -115,7 +115,7 @@ func listCmd(run modcli.Runner) *cobra.Command {
 	cmd.Flags().StringVar(&state, "state", "", "pending_payment, paid, checked_in, released, restored, cancelled or expired")
 	cmd.Flags().StringVar(&slot, "slot", "", "only this slot's reservations")
 	cmd.Flags().StringVar(&user, "user", "", "only this user's reservations")
-	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..500)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..1000)")
 	cmd.Flags().StringVar(&after, "after", "", "continue after a previous page (the cursor it printed)")
 	return cmd
 }
@@ -269,7 +269,7 @@ func slotsCmd(run modcli.Runner) *cobra.Command {
 	cmd.Flags().StringVar(&resource, "resource", "", "only this resource's slots")
 	cmd.Flags().StringVar(&from, "from", "", "window start, RFC 3339 (default now)")
 	cmd.Flags().StringVar(&to, "to", "", "window end, RFC 3339 (default 24 hours after the start)")
-	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many slots (1..500; default the server's)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many slots (1..1000; default the server's)")
 	return cmd
 }
 
@@ -302,7 +302,7 @@ func runsCmd(run modcli.Runner) *cobra.Command {
 			return nil
 		})}
 	cmd.Flags().StringVar(&kind, "kind", "", "scan or compensation")
-	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..500)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..1000)")
 	cmd.Flags().StringVar(&after, "after", "", "continue after a previous page (the cursor it printed)")
 	return cmd
 }
@@ -328,7 +328,7 @@ func deadLettersCmd(run modcli.Runner) *cobra.Command {
 			e.AfterHint(page.NextCursor)
 			return nil
 		})}
-	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..500)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size (1..1000)")
 	cmd.Flags().StringVar(&after, "after", "", "continue after a previous page (the cursor it printed)")
 	return cmd
 }

@@ -4,12 +4,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/server/api"
 )
 
@@ -116,14 +115,11 @@ func (c *Console) batch(w http.ResponseWriter, r *http.Request, v *view) error {
 	return c.render(w, v, "batch", d)
 }
 
-// batchReason: batch actions need a reason of at least
-// keel.MinBatchReasonRunes characters.
+// batchReason: batch actions need a reason by the one reason rule
+// (web.Reason, required).
 func batchReason(r *http.Request, lang string) (string, error) {
-	reason, err := formReason(r)
+	reason, err := web.Reason(r.PostFormValue("reason"), true)
 	if err != nil {
-		return "", err
-	}
-	if utf8.RuneCountInString(strings.TrimSpace(reason)) < keel.MinBatchReasonRunes {
 		return "", badInput("%s", word(lang, "reason_required"))
 	}
 	return reason, nil

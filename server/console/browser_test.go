@@ -54,7 +54,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"keys", "/keys", "流控键"},
 		{"audit", "/audit", "job.cancel"},
 		{"batches", "/batches", "执行中"},
-		{"batch", batchPath, "排队中"},
+		{"batch", batchPath, "排队"},
 	}
 	for _, p := range pages {
 		do("open "+p.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible(chromedp.CSS("main")), shot(p.name))

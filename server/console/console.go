@@ -105,6 +105,8 @@ func New(cfg *Config) (*Console, error) {
 	if err := c.addModules(cfg.Modules); err != nil {
 		return nil, err
 	}
+	// Every other path is a page in the layout, not Go's bare 404.
+	c.mux.HandleFunc("/", c.notFound)
 	return c, nil
 }
 
@@ -166,7 +168,7 @@ func (c *Console) wrap(p page) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := &view{Nav: c.nav, Lang: langOf(w, r), Path: r.URL.Path, Flash: r.URL.Query().Get("flash"), Error: r.URL.Query().Get("err")}
 		if r.Method == http.MethodPost && !sameOrigin(r) {
-			http.Error(w, "cross-origin form post refused", http.StatusForbidden)
+			c.refuse(w, v, "cross-origin form post refused")
 			return
 		}
 		if p.role != auth.RoleNone {
@@ -179,7 +181,7 @@ func (c *Console) wrap(p page) http.Handler {
 			if r.Method == http.MethodPost {
 				r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
 				if !auth.CSRFMatches(pr, r.PostFormValue("csrf")) {
-					http.Error(w, "missing or wrong CSRF token", http.StatusForbidden)
+					c.refuse(w, v, "missing or wrong CSRF token")
 					return
 				}
 			}
@@ -240,11 +242,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v *view, err erro
 		msg = p.Title
 	}
 	if r.Method == http.MethodPost {
-		c.back(w, r, "", word(v.Lang, "error")+": "+msg)
+		pv := problemOf(v.Lang, p)
+		c.back(w, r, "", word(v.Lang, "error")+": "+pv.Words+msgSuffix(pv, msg))
 		return
 	}
-	w.WriteHeader(p.Status)
-	_ = c.render(w, v, "error", msg)
+	c.showProblem(w, v, p)
 }
 
 // back redirects a form post to the page it came from (same site only)

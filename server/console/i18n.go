@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 )
 
 // Languages: zh-CN first, English on request (?lang=en, remembered in a
@@ -145,6 +146,9 @@ var words = map[string][2]string{
 	"forbidden":       {"当前角色无权执行此操作。", "Your role may not do this."},
 	"done":            {"操作已完成。", "Done."},
 	"error":           {"操作失败", "Failed"},
+	"time_zone":       {"页面中的时间均为北京时间（UTC+8）；命令行与 API 使用 UTC。", "Times on these pages are Beijing time (UTC+8); the CLI and the API use UTC."},
+	"error_title":     {"无法完成", "Something went wrong"},
+	"back_home":       {"返回概览", "Back to the overview"},
 	"lang_switch":     {"English", "中文"},
 	"only_paused":     {"仅暂停", "paused only"},
 	"only_tripped":    {"仅熔断", "tripped only"},
@@ -186,30 +190,6 @@ var words = map[string][2]string{
 	"pause_auto":      {"自动暂停(键连续失败)", "paused automatically (a key kept failing)"},
 }
 
-// batchStateWords are the operator-facing names of batch states.
-var batchStateWords = map[keeltype.BatchState][2]string{
-	keeltype.BatchQueued:           {"排队中", "queued"},
-	keeltype.BatchRunning:          {"执行中", "running"},
-	keeltype.BatchPaused:           {"已暂停", "paused"},
-	keeltype.BatchCompleted:        {"已完成", "completed"},
-	keeltype.BatchPartialCompleted: {"部分完成", "partially completed"},
-	keeltype.BatchTerminated:       {"已终止", "terminated"},
-}
-
-// outcomeWords are the operator-facing names of item outcomes.
-var outcomeWords = map[keeltype.BatchOutcome][2]string{
-	keeltype.OutcomeQueued:             {"排队中", "queued"},
-	keeltype.OutcomeProcessing:         {"处理中", "processing"},
-	keeltype.OutcomeWaitingConnection:  {"等待连接", "waiting for connection"},
-	keeltype.OutcomeWaitingExternalACK: {"等待外部确认", "waiting for external ACK"},
-	keeltype.OutcomeWaitingACK:         {"等待确认", "waiting for ACK"},
-	keeltype.OutcomeWaiting:            {"等待中", "waiting"},
-	keeltype.OutcomeSuccess:            {"成功", "success"},
-	keeltype.OutcomeFailed:             {"失败", "failed"},
-	keeltype.OutcomeSkipped:            {"已跳过", "skipped"},
-	keeltype.OutcomeUnprocessed:        {"未处理", "unprocessed"},
-}
-
 func pick(lang string, w [2]string, ok bool, raw string) string {
 	if !ok {
 		return raw
@@ -220,15 +200,11 @@ func pick(lang string, w [2]string, ok bool, raw string) string {
 	return w[0]
 }
 
-func batchStateWord(lang string, s keeltype.BatchState) string {
-	w, ok := batchStateWords[s]
-	return pick(lang, w, ok, string(s))
-}
+// batchStateWord and outcomeWord are the engine's one translation
+// (module/web), shared with every module.
+func batchStateWord(lang string, st keeltype.BatchState) string { return web.BatchStateWord(lang, st) }
 
-func outcomeWord(lang string, o keeltype.BatchOutcome) string {
-	w, ok := outcomeWords[o]
-	return pick(lang, w, ok, string(o))
-}
+func outcomeWord(lang string, o keeltype.BatchOutcome) string { return web.OutcomeWord(lang, o) }
 
 func word(lang, key string) string {
 	w, ok := words[key]

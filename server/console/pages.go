@@ -9,6 +9,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/server/api"
 )
 
@@ -142,12 +143,10 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	return c.render(w, v, "job", api.JobView(row))
 }
 
+// formReason reads an optional reason by the one reason rule
+// (web.Reason): the same as the API's and the CLI's.
 func formReason(r *http.Request) (string, error) {
-	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	if len(reason) > 1000 {
-		return "", badInput("reason is longer than 1000 bytes")
-	}
-	return reason, nil
+	return web.Reason(r.PostFormValue("reason"), false)
 }
 
 func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, v *view) error {

@@ -15,6 +15,15 @@
     var input = document.getElementById("confirm-reason");
     var hint = document.getElementById("confirm-hint");
     var min = parseInt(form.dataset.minReason || "0", 10) || 0;
+    // A form with its own reason field (data-no-reason) is confirmed
+    // without asking for the reason a second time.
+    var label = input.closest("label");
+    if (label) {
+      label.hidden = form.dataset.noReason === "1";
+    }
+    if (form.dataset.noReason === "1") {
+      min = 0;
+    }
     input.value = "";
     input.required = min > 0;
     if (min > 0) {
@@ -31,7 +40,7 @@
   if (dialog) {
     dialog.addEventListener("close", function () {
       var input = document.getElementById("confirm-reason");
-      var min = pending ? parseInt(pending.dataset.minReason || "0", 10) || 0 : 0;
+      var min = pending && pending.dataset.noReason !== "1" ? parseInt(pending.dataset.minReason || "0", 10) || 0 : 0;
       if (dialog.returnValue === "ok" && pending && input.value.trim().length < min) {
         dialog.returnValue = "";
         dialog.showModal();
@@ -39,7 +48,7 @@
       }
       if (dialog.returnValue === "ok" && pending) {
         var reason = pending.querySelector("input[name=reason]");
-        if (reason) {
+        if (reason && pending.dataset.noReason !== "1") {
           reason.value = document.getElementById("confirm-reason").value;
         }
         pending.dataset.confirmed = "1";
