@@ -18,14 +18,14 @@ func (c *Client[TTx]) BatchGet(ctx context.Context, id int64) (*keeltype.BatchRo
 
 // BatchList pages batches newest first; pass the last id of a page as
 // BeforeID for the next. Every batch ever created is reachable.
-func (c *Client[TTx]) BatchList(ctx context.Context, params *keeldriver.BatchListParams) ([]*keeltype.BatchRow, error) {
-	return c.driver.Executor().BatchList(ctx, params)
+func (c *Client[TTx]) BatchList(ctx context.Context, params *BatchListParams) ([]*keeltype.BatchRow, error) {
+	return c.driver.Executor().BatchList(ctx, params.driverParams())
 }
 
 // BatchItems pages a batch's items in subject order; pass the last subject
 // of a page as AfterSubject for the next.
-func (c *Client[TTx]) BatchItems(ctx context.Context, params *keeldriver.BatchItemsParams) ([]*keeltype.JobRow, error) {
-	return c.driver.Executor().BatchItems(ctx, params)
+func (c *Client[TTx]) BatchItems(ctx context.Context, params *BatchItemsParams) ([]*keeltype.JobRow, error) {
+	return c.driver.Executor().BatchItems(ctx, params.driverParams())
 }
 
 // BatchOutcomeOf is the outcome bucket of one item (the same mapping the
@@ -386,7 +386,7 @@ func (m *maintenance[TTx]) batches(ctx context.Context) {
 func (m *maintenance[TTx]) reconcileBatches(ctx context.Context) {
 	var before int64
 	for ctx.Err() == nil {
-		batches, err := m.c.BatchList(ctx, &keeldriver.BatchListParams{BeforeID: before, Limit: 100,
+		batches, err := m.c.BatchList(ctx, &BatchListParams{BeforeID: before, Limit: 100,
 			States: []keeltype.BatchState{keeltype.BatchQueued, keeltype.BatchRunning, keeltype.BatchPaused}})
 		if err != nil {
 			m.warn(ctx, "listing batches to reconcile", err)

@@ -324,7 +324,7 @@ func waitBatch[TTx any](t *testing.T, c *keel.Client[TTx], id int64, within time
 }
 
 // allItems pages through every item of a batch.
-func allItems[TTx any](t *testing.T, c *keel.Client[TTx], id int64, p keeldriver.BatchItemsParams) []*keeltype.JobRow {
+func allItems[TTx any](t *testing.T, c *keel.Client[TTx], id int64, p keel.BatchItemsParams) []*keeltype.JobRow {
 	t.Helper()
 	p.BatchID, p.Limit = id, 7
 	var out []*keeltype.JobRow

@@ -84,7 +84,7 @@ func testBatchItemsSettle[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	if cur.Counts[keeltype.OutcomeFailed] != 4 || cur.Counts[keeltype.OutcomeSuccess] != 1 {
 		t.Fatalf("counts: %v", cur.Counts)
 	}
-	l, err := c.AuditList(ctx, &keeldriver.AuditListParams{Action: "batch.autopause"})
+	l, err := c.AuditList(ctx, &keel.AuditListParams{Action: "batch.autopause"})
 	if err != nil || len(l) != 1 {
 		t.Fatalf("auto-pause audits: %v %d", err, len(l))
 	}

@@ -70,7 +70,7 @@ func testBatchPreviewFollowsFilter[TTx any](t *testing.T, d keeldriver.Driver[TT
 	if b.CreatedBy != "user:alice" || !b.SnapshotAt.Equal(pv.SnapshotAt) || !jsonEqual(b.Filter, `{"status":"pending"}`) {
 		t.Fatalf("batch snapshot fields: %+v", b)
 	}
-	items := allItems(t, c, b.ID, keeldriver.BatchItemsParams{})
+	items := allItems(t, c, b.ID, keel.BatchItemsParams{})
 	if len(items) != 10 {
 		t.Fatalf("items: %d", len(items))
 	}
@@ -82,10 +82,10 @@ func testBatchPreviewFollowsFilter[TTx any](t *testing.T, d keeldriver.Driver[TT
 			t.Fatalf("item flow key %q not scoped to the batch", it.FlowKey)
 		}
 	}
-	if got := allItems(t, c, b.ID, keeldriver.BatchItemsParams{Subject: "d004"}); len(got) != 1 {
+	if got := allItems(t, c, b.ID, keel.BatchItemsParams{Subject: "d004"}); len(got) != 1 {
 		t.Fatalf("subject filter: %d", len(got))
 	}
-	if got := allItems(t, c, b.ID, keeldriver.BatchItemsParams{Outcome: keeltype.OutcomeSuccess}); len(got) != 0 {
+	if got := allItems(t, c, b.ID, keel.BatchItemsParams{Outcome: keeltype.OutcomeSuccess}); len(got) != 0 {
 		t.Fatalf("outcome filter: %d", len(got))
 	}
 	// Re-running materialization adds nothing: (batch, subject) is unique.
@@ -111,12 +111,12 @@ func testBatchPreviewFollowsFilter[TTx any](t *testing.T, d keeldriver.Driver[TT
 		t.Fatal(err)
 	}
 	assertExact(t, c, b.ID, 10)
-	audits, err := c.AuditList(ctx, &keeldriver.AuditListParams{Action: "batch.create"})
+	audits, err := c.AuditList(ctx, &keel.AuditListParams{Action: "batch.create"})
 	if err != nil || len(audits) != 1 || audits[0].Actor != "user:alice" || audits[0].Target != fmt.Sprintf("batch:%d", b.ID) ||
 		!strings.Contains(string(audits[0].Context), `"filter_hash"`) {
 		t.Fatalf("create audit: %v %+v", err, audits)
 	}
-	list, err := c.BatchList(ctx, &keeldriver.BatchListParams{States: []keeltype.BatchState{keeltype.BatchRunning}})
+	list, err := c.BatchList(ctx, &keel.BatchListParams{States: []keeltype.BatchState{keeltype.BatchRunning}})
 	if err != nil || len(list) != 1 || list[0].ID != b.ID {
 		t.Fatalf("list: %v %v", err, list)
 	}
@@ -179,7 +179,7 @@ func testBatchTokenRefused[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	if _, err := keel.BatchCreate(alice, c3, src, pv3.Token, opts); !errors.Is(err, keeltype.ErrBatchTokenExpired) {
 		t.Fatalf("expired: want ErrBatchTokenExpired, got %v", err)
 	}
-	if list, err := c.BatchList(alice, &keeldriver.BatchListParams{}); err != nil || len(list) != 0 {
+	if list, err := c.BatchList(alice, &keel.BatchListParams{}); err != nil || len(list) != 0 {
 		t.Fatalf("a refused token created something: %v %v", err, list)
 	}
 	if _, err := keel.BatchCreate(alice, c, src, pv.Token, opts); err != nil {
@@ -239,7 +239,7 @@ func testBatchKeyAutoPause[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	if len(paused) != 1 || paused[0] != badKey {
 		t.Fatalf("paused keys %v", paused)
 	}
-	audits, err := c.AuditList(ctx, &keeldriver.AuditListParams{Action: "batch.autopause"})
+	audits, err := c.AuditList(ctx, &keel.AuditListParams{Action: "batch.autopause"})
 	if err != nil || len(audits) != 1 || audits[0].Actor != "system:autopause" {
 		t.Fatalf("auto-pause audit: %v %+v", err, audits)
 	}
@@ -265,7 +265,7 @@ func testBatchKeyAutoPause[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 			t.Fatalf("delivery %s sent %d times", id, n)
 		}
 	}
-	if a, err := c.AuditList(ctx, &keeldriver.AuditListParams{Action: "batch.key_resume"}); err != nil || len(a) != 1 || a[0].Actor != "user:bob" {
+	if a, err := c.AuditList(ctx, &keel.AuditListParams{Action: "batch.key_resume"}); err != nil || len(a) != 1 || a[0].Actor != "user:bob" {
 		t.Fatalf("key resume audit: %v %+v", err, a)
 	}
 	p := keel.ProgressOf(done, time.Now())
@@ -383,7 +383,7 @@ func testBatchControlRaces[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		t.Fatalf("terminated batch moved to %s", final.State)
 	}
 	sent := gw.snapshot()
-	items := allItems(t, c, b.ID, keeldriver.BatchItemsParams{})
+	items := allItems(t, c, b.ID, keel.BatchItemsParams{})
 	if len(items) != n {
 		t.Fatalf("items %d", len(items))
 	}
@@ -411,7 +411,7 @@ func testBatchControlRaces[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		t.Fatalf("race did not exercise both sides: success %d unprocessed %d", success, unprocessed)
 	}
 	for _, action := range []string{"batch.pause", "batch.resume", "batch.terminate"} {
-		a, err := c.AuditList(ctx, &keeldriver.AuditListParams{Action: action, Target: fmt.Sprintf("batch:%d", b.ID)})
+		a, err := c.AuditList(ctx, &keel.AuditListParams{Action: action, Target: fmt.Sprintf("batch:%d", b.ID)})
 		if err != nil || len(a) == 0 || a[0].Actor != "user:carol" {
 			t.Fatalf("%s audit: %v %v", action, err, a)
 		}
@@ -461,7 +461,7 @@ func testBatchRestartPhases[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	if cur.Counts[keeltype.OutcomeProcessing] != 2 || cur.Counts[keeltype.OutcomeWaitingConnection] != 1 || cur.Counts[keeltype.OutcomeWaitingACK] != 1 {
 		t.Fatalf("phases: %v", cur.Counts)
 	}
-	if got := allItems(t, c0, b.ID, keeldriver.BatchItemsParams{Text: "ack"}); len(got) != 1 || got[0].Subject != "d3" {
+	if got := allItems(t, c0, b.ID, keel.BatchItemsParams{Text: "ack"}); len(got) != 1 || got[0].Subject != "d3" {
 		t.Fatalf("text filter: %v", got)
 	}
 	// The owner is dead: its leases expire.

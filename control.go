@@ -122,8 +122,8 @@ func (c *Client[TTx]) AuditRecordTx(ctx context.Context, tx TTx, a Audit) error 
 }
 
 // AuditList reads the audit log, newest first.
-func (c *Client[TTx]) AuditList(ctx context.Context, params *keeldriver.AuditListParams) ([]*keeltype.AuditRow, error) {
-	return c.driver.Executor().AuditList(ctx, params)
+func (c *Client[TTx]) AuditList(ctx context.Context, params *AuditListParams) ([]*keeltype.AuditRow, error) {
+	return c.driver.Executor().AuditList(ctx, params.driverParams())
 }
 
 // JobGet returns one job.
@@ -132,8 +132,8 @@ func (c *Client[TTx]) JobGet(ctx context.Context, id int64) (*keeltype.JobRow, e
 }
 
 // JobList lists jobs with filters and cursor paging.
-func (c *Client[TTx]) JobList(ctx context.Context, params *keeldriver.JobListParams) ([]*keeltype.JobRow, error) {
-	return c.driver.Executor().JobList(ctx, params)
+func (c *Client[TTx]) JobList(ctx context.Context, params *JobListParams) ([]*keeltype.JobRow, error) {
+	return c.driver.Executor().JobList(ctx, params.driverParams())
 }
 
 // JobCancel cancels a job. A running job is flagged and its owner, on any
@@ -183,8 +183,8 @@ func (c *Client[TTx]) JobDelete(ctx context.Context, id int64, reason string) (*
 
 // JobWake makes waiting jobs available now (an awaited event happened).
 // Waking is not a control action and is not audited.
-func (c *Client[TTx]) JobWake(ctx context.Context, params *keeldriver.JobWakeParams) ([]int64, error) {
-	ids, err := c.driver.Executor().JobWake(ctx, params)
+func (c *Client[TTx]) JobWake(ctx context.Context, params *JobWakeParams) ([]int64, error) {
+	ids, err := c.driver.Executor().JobWake(ctx, params.driverParams())
 	if err != nil {
 		return nil, fmt.Errorf("waking jobs: %w", err)
 	}
@@ -241,6 +241,9 @@ func (c *Client[TTx]) withProducer(queue string, f func(*producer)) {
 // QueuePause stops claims from queue on every instance: the claim statement
 // itself checks the queue row, so the pause holds from its commit on.
 func (c *Client[TTx]) QueuePause(ctx context.Context, queue, reason string) (*keeltype.QueueRow, error) {
+	if err := c.queueKnown(ctx, queue); err != nil {
+		return nil, err
+	}
 	var row *keeltype.QueueRow
 	err := c.inAuditedTx(ctx, Audit{Action: "queue.pause", Target: "queue:" + queue, Reason: reason},
 		func(exec keeldriver.Executor) error {
@@ -256,6 +259,9 @@ func (c *Client[TTx]) QueuePause(ctx context.Context, queue, reason string) (*ke
 
 // QueueResume resumes a paused queue.
 func (c *Client[TTx]) QueueResume(ctx context.Context, queue, reason string) (*keeltype.QueueRow, error) {
+	if err := c.queueKnown(ctx, queue); err != nil {
+		return nil, err
+	}
 	var row *keeltype.QueueRow
 	err := c.inAuditedTx(ctx, Audit{Action: "queue.resume", Target: "queue:" + queue, Reason: reason},
 		func(exec keeldriver.Executor) error {

@@ -53,7 +53,7 @@ func testCancelReachesRunningJob[TTx any](t *testing.T, d keeldriver.Driver[TTx]
 	if row.FinalizedAt == nil {
 		t.Fatalf("cancelled job has no finalized_at")
 	}
-	audit, err := other.AuditList(ctx, &keeldriver.AuditListParams{Action: "job.cancel"})
+	audit, err := other.AuditList(ctx, &keel.AuditListParams{Action: "job.cancel"})
 	if err != nil || len(audit) != 1 || audit[0].Actor != "user:ops" || audit[0].Reason != "customer withdrew the order" {
 		t.Fatalf("cancel must be audited with actor and reason: %v %+v", err, audit)
 	}
@@ -98,7 +98,7 @@ func testQueuePause[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		t.Fatal(err)
 	}
 	waitState(t, worker, res.Job.ID, keeltype.JobStateCompleted)
-	audit, _ := admin.AuditList(ctx, &keeldriver.AuditListParams{Action: "queue."})
+	audit, _ := admin.AuditList(ctx, &keel.AuditListParams{Action: "queue."})
 	if len(audit) != 2 {
 		t.Fatalf("pause and resume must both be audited, got %d rows", len(audit))
 	}
@@ -137,7 +137,7 @@ func testPeriodicOncePerTick[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		}
 	})
 	waitFor(t, 30*time.Second, "8 contiguous periodic ticks", func() bool {
-		jobs, err := clients[0].JobList(ctx, &keeldriver.JobListParams{Kinds: []string{"test.tick"}, Limit: 1000})
+		jobs, err := clients[0].JobList(ctx, &keel.JobListParams{Kinds: []string{"test.tick"}, Limit: 1000})
 		if err != nil || len(jobs) < 8 {
 			return false
 		}
@@ -233,7 +233,7 @@ func testWaitIsNotFailure[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		t.Fatalf("waiting must cost nothing: attempt=%d errors=%d reason=%q", row.Attempt, len(row.Errors), row.WaitReason)
 	}
 	connected.Store(true)
-	ids, err := c.JobWake(ctx, &keeldriver.JobWakeParams{FlowKey: "app:42", WaitReason: "connection"})
+	ids, err := c.JobWake(ctx, &keel.JobWakeParams{FlowKey: "app:42", WaitReason: "connection"})
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("wake: %v %v", err, ids)
 	}
@@ -298,7 +298,7 @@ func testRetryAndDelete[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	if _, err := c.JobDelete(ctx, row.ID+1000, "nothing"); !errors.Is(err, keeltype.ErrNotFound) {
 		t.Fatalf("deleting a missing job: %v", err)
 	}
-	audit, _ := c.AuditList(ctx, &keeldriver.AuditListParams{Target: fmt.Sprintf("job:%d", row.ID)})
+	audit, _ := c.AuditList(ctx, &keel.AuditListParams{Target: fmt.Sprintf("job:%d", row.ID)})
 	if len(audit) != 1 || audit[0].Action != "job.retry" {
 		t.Fatalf("retry must be audited: %+v", audit)
 	}

@@ -186,6 +186,8 @@ func (c *Client[TTx]) outcomeParams(ctx context.Context, row *keeltype.JobRow, e
 		return c.completedParams(row, h.value)
 	case errors.Is(cause, errClientStopping):
 		return handBackParams(row)
+	case errors.Is(err, ErrStopping):
+		return stoppedParams(row)
 	case errors.Is(cause, errJobCancelled):
 		return c.failParams(row, JobCancel(err), nil)
 	case errors.Is(cause, errLeaseLost):

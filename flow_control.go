@@ -182,8 +182,8 @@ func (c *Client[TTx]) FlowKeyGet(ctx context.Context, key string) (*keeltype.Flo
 }
 
 // FlowKeyList pages persisted key states.
-func (c *Client[TTx]) FlowKeyList(ctx context.Context, params *keeldriver.FlowKeyListParams) ([]*keeltype.FlowKeyRow, error) {
-	return flowExec(c.driver.Executor()).FlowKeyList(ctx, params)
+func (c *Client[TTx]) FlowKeyList(ctx context.Context, params *FlowKeyListParams) ([]*keeltype.FlowKeyRow, error) {
+	return flowExec(c.driver.Executor()).FlowKeyList(ctx, params.driverParams())
 }
 
 // FlowKeyStats returns job counts and oldest available age per key.

@@ -301,7 +301,7 @@ func testAutoPause[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	if k.ConsecutiveFailures != 3 || k.PauseReason != "auto" || k.PausedBy != "system:autopause" {
 		t.Fatalf("pause state: %+v", k)
 	}
-	audit, err := c.AuditList(ctx, &keeldriver.AuditListParams{Action: "flowkey.autopause"})
+	audit, err := c.AuditList(ctx, &keel.AuditListParams{Action: "flowkey.autopause"})
 	if err != nil || len(audit) != 1 || audit[0].Target != "flowkey:app:7" || !jsonHas(audit[0].Context, "threshold", "last_error", "failure_class", "consecutive_failures") {
 		t.Fatalf("auto-pause must be audited with its context: %v %+v", err, audit)
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/keelwork/keel/keelsql"
 	"io"
 	"log/slog"
 	"os"
@@ -116,7 +117,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 
 func runPostgres(ctx context.Context, c *Config) (*Result, error) {
 	schema := "keel_bench_" + randHex()
-	admin, err := pgx.Connect(ctx, c.DatabaseURL)
+	admin, err := pgx.Connect(ctx, keelsql.SingleConnURL(c.DatabaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}

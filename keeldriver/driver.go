@@ -4,6 +4,14 @@
 // conformance suite both must pass: each driver runs keeldrivertest.Run from
 // its TestConformance, and a new driver does the same.
 //
+// It is not a stable API for users. Its interfaces and parameter types change
+// whenever the engine and its drivers need them to, without notice or a
+// major version: applications and business modules speak to the engine
+// through keel.Client and the types of the keel and keeltype packages (which
+// the client converts to these), and open a database through keelpgx or
+// keelsqlite. Only a driver's implementation, the engine and the conformance
+// suite should import this package.
+//
 // Dialect differences are capability methods (SupportsListener), never type
 // switches in the engine. Every state change after a claim is conditioned on
 // the job's fence inside the statement itself: drivers never read-then-write.

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keeltype"
 )
 

@@ -70,7 +70,7 @@ func run[TTx any](t *testing.T, db keelsql.DB[TTx], d keeldriver.Driver[TTx], cr
 	if !errors.Is(err, boom) {
 		t.Fatalf("InTx: %v", err)
 	}
-	jobs, err := client.JobList(ctx, &keeldriver.JobListParams{Limit: 10})
+	jobs, err := client.JobList(ctx, &keel.JobListParams{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func run[TTx any](t *testing.T, db keelsql.DB[TTx], d keeldriver.Driver[TTx], cr
 	if err != nil || len(dones) != 2 || dones[0] != nil || dones[1] == nil || !dones[1].Equal(at) {
 		t.Fatalf("rows: %v, %v", dones, err)
 	}
-	if jobs, _ = client.JobList(ctx, &keeldriver.JobListParams{Limit: 10}); len(jobs) != 1 {
+	if jobs, _ = client.JobList(ctx, &keel.JobListParams{Limit: 10}); len(jobs) != 1 {
 		t.Fatalf("committed tx left %d jobs, want 1", len(jobs))
 	}
 }

@@ -22,7 +22,7 @@ type pgxRunner interface {
 type pgxQ struct{ r pgxRunner }
 
 func (q pgxQ) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := q.r.Exec(ctx, query, args...)
+	tag, err := q.r.Exec(ctx, query, pgxArgs(args)...)
 	if err != nil {
 		return 0, err
 	}
@@ -30,7 +30,7 @@ func (q pgxQ) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (q pgxQ) Query(ctx context.Context, query string, args ...any) (Rows, error) {
-	rows, err := q.r.Query(ctx, query, args...)
+	rows, err := q.r.Query(ctx, query, pgxArgs(args)...)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (q pgxQ) Query(ctx context.Context, query string, args ...any) (Rows, error
 }
 
 func (q pgxQ) QueryRow(ctx context.Context, query string, args ...any) Row {
-	return pgxRow{q.r.QueryRow(ctx, query, args...)}
+	return pgxRow{q.r.QueryRow(ctx, query, pgxArgs(args)...)}
 }
 
 type pgxRows struct{ pgx.Rows }

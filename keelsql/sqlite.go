@@ -91,12 +91,22 @@ type sqlTx struct {
 
 func (t *sqlTx) Native() *sql.Tx { return t.tx }
 
-// sqliteArgs stores times as unix microseconds (UTC).
+// sqliteArgs stores times as unix microseconds (UTC) and Arrays as JSON text.
 func sqliteArgs(args []any) []any {
 	out := args
 	for i, a := range args {
 		var v any
 		switch t := a.(type) {
+		case Array:
+			v = t.sqlite
+			if v == "" {
+				v = "[]"
+			}
+		case *Array:
+			v = "[]"
+			if t != nil && t.sqlite != "" {
+				v = t.sqlite
+			}
 		case time.Time:
 			v = t.UnixMicro()
 		case *time.Time:

@@ -26,8 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keeltype"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver

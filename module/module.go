@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -132,6 +133,9 @@ type Host[TTx any] struct {
 	Logger *slog.Logger
 	// Registerer for the module's metrics (may be nil: don't register).
 	Registerer prometheus.Registerer
+	// Clock is what the module reads the time from (nil: time.Now); the
+	// module test kit sets a controllable one.
+	Clock func() time.Time
 	// Demo asks for demo data and running simulators (`keel dev`).
 	Demo bool
 	// Settings are module settings from the server's configuration

@@ -21,7 +21,6 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/server/api"
@@ -235,7 +234,7 @@ func TestServesSharePause(t *testing.T) {
 	post(t, urlB+"/api/v1/queues/default/resume", token)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		rows, err := client.JobList(ctx, &keeldriver.JobListParams{Kinds: []string{"probe"}, States: []keeltype.JobState{keeltype.JobStateAvailable}, Limit: 100})
+		rows, err := client.JobList(ctx, &keel.JobListParams{Kinds: []string{"probe"}, States: []keeltype.JobState{keeltype.JobStateAvailable}, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -407,7 +407,7 @@ func (w *drawnWriter) String() string {
 func subjects(t *testing.T, e *servertest.Env, id string) []string {
 	t.Helper()
 	n, _ := strconv.ParseInt(id, 10, 64)
-	rows, err := e.Engine.BatchItems(context.Background(), &keeldriver.BatchItemsParams{BatchID: n, Limit: 100})
+	rows, err := e.Engine.BatchItems(context.Background(), &keel.BatchItemsParams{BatchID: n, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func claimTimes[TTx any](t *testing.T, admin *keel.Client[TTx], key string) []ti
 	var times []time.Time
 	var after int64
 	for {
-		rows, err := admin.JobList(context.Background(), &keeldriver.JobListParams{FlowKey: key, AfterID: after, Limit: 500})
+		rows, err := admin.JobList(context.Background(), &keel.JobListParams{FlowKey: key, AfterID: after, Limit: 500})
 		if err != nil {
 			t.Fatal(err)
 		}

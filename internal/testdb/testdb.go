@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"github.com/keelwork/keel/keelsql"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -68,7 +69,7 @@ func PostgresURL(t testing.TB) string {
 	pr.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, u)
+		conn, err := pgx.Connect(ctx, keelsql.SingleConnURL(u))
 		if err != nil {
 			pr.err = err
 			return
@@ -240,7 +241,7 @@ var sweepOnce sync.Once
 // carrying testdb's creation comment, and only when older than staleAfter,
 // so schemas of test processes running right now are never touched.
 func sweep(ctx context.Context, t testing.TB, u string) {
-	conn, err := pgx.Connect(ctx, u)
+	conn, err := pgx.Connect(ctx, keelsql.SingleConnURL(u))
 	if err != nil {
 		return // PostgresURL already reported reachability
 	}
@@ -276,7 +277,7 @@ func sweep(ctx context.Context, t testing.TB, u string) {
 // adminExec runs statements on their own connection to the base URL (not
 // through a driver, whose search_path is the test schema).
 func adminExec(ctx context.Context, u, stmt string) error {
-	conn, err := pgx.Connect(ctx, u)
+	conn, err := pgx.Connect(ctx, keelsql.SingleConnURL(u))
 	if err != nil {
 		return err
 	}

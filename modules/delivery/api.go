@@ -4,10 +4,10 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
 // API paths (seed §9, plus the record list and its single and page
@@ -49,24 +49,21 @@ func langOf(r *http.Request) string {
 	return "zh"
 }
 
-func pathID(r *http.Request) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		return 0, module.Invalid("id must be a positive integer, got %q", r.PathValue("id"))
-	}
-	return id, nil
-}
+func pathID(r *http.Request) (int64, error) { return web.PathID(r, "id") }
 
-func intParam(r *http.Request, key string, def int) (int, error) {
-	s := r.URL.Query().Get(key)
+// sizeParam reads a page size by the one paging rule (see web.Query.Limit),
+// under the name the seed fixes.
+func sizeParam(q *web.Query, name string, def int) int {
+	s := q.Get(name)
 	if s == "" {
-		return def, nil
+		return def
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, module.Invalid("%s %q is not an integer", key, s)
+	if err != nil || n < 1 || n > web.MaxLimit {
+		q.Fail(web.Invalid("%s must be an integer 1..%d, got %q", name, web.MaxLimit, s))
+		return def
 	}
-	return n, nil
+	return n
 }
 
 func (m *Module[TTx]) apiRecords(_ http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -74,13 +71,17 @@ func (m *Module[TTx]) apiRecords(_ http.ResponseWriter, r *http.Request) (int, a
 	if err != nil {
 		return 0, nil, module.Invalid("%v", err)
 	}
-	page, err := intParam(r, "page", 1)
-	if err != nil {
+	if err := checkFilterText(&f); err != nil {
 		return 0, nil, err
 	}
-	size, err := intParam(r, "size", 10)
-	if err != nil {
-		return 0, nil, err
+	q := web.NewQuery(r, recordParams...)
+	size := 10
+	if s := q.Get("size"); s != "" {
+		size = sizeParam(q, "size", 10)
+	}
+	page := q.Page("page", size)
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	out, err := m.Records(r.Context(), langOf(r), f, page, size)
 	return http.StatusOK, out, err
@@ -98,6 +99,9 @@ func (m *Module[TTx]) apiRecord(_ http.ResponseWriter, r *http.Request) (int, an
 	id, err := pathID(r)
 	if err != nil {
 		return 0, nil, err
+	}
+	if q := web.NewQuery(r, "lang"); q.Err != nil {
+		return 0, nil, q.Err
 	}
 	recs, err := m.st.recordsByIDs(r.Context(), []int64{id})
 	if err != nil {
@@ -124,22 +128,34 @@ func (m *Module[TTx]) apiRequeueOne(w http.ResponseWriter, r *http.Request) (int
 	if err := module.Decode(w, r, &b); err != nil {
 		return 0, nil, err
 	}
+	if b.Reason, err = web.Reason(b.Reason, true); err != nil {
+		return 0, nil, err
+	}
+	if b.Version < 0 {
+		return 0, nil, web.Invalid("version must be a positive integer (or left out)")
+	}
 	res, err := m.Requeue(r.Context(), []int64{id}, []int64{b.Version}, b.Reason, "single")
 	if err != nil {
 		return 0, nil, err
 	}
-	return requeueStatus(res[0]), res[0], nil
+	if err := requeueProblem(langOf(r), res[0]); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, res[0], nil
 }
 
-// requeueStatus: 200 when requeued, 404 for no record, 409 otherwise.
-func requeueStatus(res RequeueResult) int {
+// requeueProblem: nil when requeued, a 404 problem for no record, a 409
+// requeue_refused problem (saying why) otherwise.
+func requeueProblem(lang string, res RequeueResult) error {
 	switch {
 	case res.Requeued:
-		return http.StatusOK
+		return nil
 	case res.Refused == "not_found":
-		return http.StatusNotFound
+		return module.Errorf(http.StatusNotFound, "delivery_not_found", "no delivery record %d", res.ID)
+	case res.Refused == "awaiting_ack":
+		return module.Errorf(http.StatusConflict, "requeue_refused", "%s", Label(lang, "refuse.awaiting"))
 	}
-	return http.StatusConflict
+	return module.Errorf(http.StatusConflict, "requeue_refused", "%s", Label(lang, "refuse."+res.Refused))
 }
 
 type requeuePageBody struct {
@@ -155,6 +171,15 @@ func (m *Module[TTx]) apiRequeuePage(w http.ResponseWriter, r *http.Request) (in
 	}
 	if len(b.Versions) > 0 && len(b.Versions) != len(b.IDs) {
 		return 0, nil, module.Invalid("versions must match ids one for one")
+	}
+	for i, id := range b.IDs {
+		if id < 1 || (len(b.Versions) > 0 && b.Versions[i] < 0) {
+			return 0, nil, module.Invalid("ids must be positive integers, versions positive or 0")
+		}
+	}
+	var err error
+	if b.Reason, err = web.Reason(b.Reason, true); err != nil {
+		return 0, nil, err
 	}
 	res, err := m.Requeue(r.Context(), b.IDs, b.Versions, b.Reason, "page")
 	if err != nil {
@@ -190,6 +215,9 @@ type AppView struct {
 }
 
 func (m *Module[TTx]) apiApps(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	if q := web.NewQuery(r, "lang"); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	out, err := m.AppsView(r.Context())
 	return http.StatusOK, out, err
 }
@@ -223,6 +251,9 @@ func (m *Module[TTx]) apiPreview(w http.ResponseWriter, r *http.Request) (int, a
 	if err := module.Decode(w, r, &f); err != nil {
 		return 0, nil, err
 	}
+	if err := checkFilterText(&f); err != nil {
+		return 0, nil, err
+	}
 	pv, err := m.PreviewTask(r.Context(), f)
 	if err != nil {
 		return 0, nil, err
@@ -239,6 +270,9 @@ func (m *Module[TTx]) apiCreate(w http.ResponseWriter, r *http.Request) (int, an
 	if err := module.Decode(w, r, &b); err != nil {
 		return 0, nil, err
 	}
+	if err := checkTaskRequest(&b); err != nil {
+		return 0, nil, err
+	}
 	row, created, err := m.CreateTaskOnce(r.Context(), b)
 	if err != nil {
 		return 0, nil, err
@@ -251,20 +285,16 @@ func (m *Module[TTx]) apiCreate(w http.ResponseWriter, r *http.Request) (int, an
 }
 
 func (m *Module[TTx]) apiTasks(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := r.URL.Query()
+	q := web.NewQuery(r, "state", "before", "limit", "lang")
 	state := keeltype.BatchState(q.Get("state"))
 	if state != "" && !validTaskState(state) {
 		return 0, nil, module.Invalid("state %q is unknown", state)
 	}
-	before, err := intParam(r, "before", 0)
-	if err != nil {
-		return 0, nil, err
+	before, limit := q.ID("before"), q.Limit(20)
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
-	limit, err := intParam(r, "limit", 20)
-	if err != nil {
-		return 0, nil, err
-	}
-	out, err := m.Tasks(r.Context(), langOf(r), state, int64(before), limit)
+	out, err := m.Tasks(r.Context(), langOf(r), state, before, limit)
 	return http.StatusOK, out, err
 }
 
@@ -286,6 +316,9 @@ func (m *Module[TTx]) apiTask(_ http.ResponseWriter, r *http.Request) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
+	if q := web.NewQuery(r, "lang"); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	out, err := m.Task(r.Context(), langOf(r), id)
 	return http.StatusOK, out, err
 }
@@ -295,13 +328,14 @@ func (m *Module[TTx]) apiItems(_ http.ResponseWriter, r *http.Request) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	q := r.URL.Query()
-	limit, err := intParam(r, "limit", 50)
-	if err != nil {
-		return 0, nil, err
+	q := web.NewQuery(r, "outcome", "msg_id", "reason", "after", "limit", "lang")
+	limit := q.Limit(50)
+	iq := ItemQuery{Outcome: keeltype.BatchOutcome(q.Get("outcome")), MsgID: q.Text("msg_id", 64),
+		Reason: q.Text("reason", 200), After: q.Text("after", 200), Limit: limit}
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
-	out, err := m.TaskItems(r.Context(), langOf(r), id, ItemQuery{Outcome: keeltype.BatchOutcome(q.Get("outcome")),
-		MsgID: q.Get("msg_id"), Reason: q.Get("reason"), After: q.Get("after"), Limit: limit})
+	out, err := m.TaskItems(r.Context(), langOf(r), id, iq)
 	return http.StatusOK, out, err
 }
 
@@ -319,7 +353,11 @@ func (m *Module[TTx]) apiControl(f func(context.Context, int64, string) (*keelty
 		if err := module.Decode(w, r, &b); err != nil {
 			return 0, nil, err
 		}
-		row, err := f(r.Context(), id, strings.TrimSpace(b.Reason))
+		reason, err := web.Reason(b.Reason, true)
+		if err != nil {
+			return 0, nil, err
+		}
+		row, err := f(r.Context(), id, reason)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -334,6 +372,11 @@ func (m *Module[TTx]) apiCreateEnterprise(w http.ResponseWriter, r *http.Request
 	if err := module.Decode(w, r, &b); err != nil {
 		return 0, nil, err
 	}
+	name, err := web.Name("name", b.Name, 200)
+	if err != nil {
+		return 0, nil, err
+	}
+	b.Name = name
 	id, err := m.CreateEnterprise(r.Context(), b.Name)
 	if err != nil {
 		return 0, nil, err
@@ -362,6 +405,9 @@ func (m *Module[TTx]) apiCreateApp(w http.ResponseWriter, r *http.Request) (int,
 	if err := module.Decode(w, r, &b); err != nil {
 		return 0, nil, err
 	}
+	if err := b.check(); err != nil {
+		return 0, nil, err
+	}
 	a, err := m.CreateApplication(r.Context(), NewApplication(b))
 	if err != nil {
 		return 0, nil, err
@@ -376,6 +422,9 @@ func (m *Module[TTx]) apiUpdateApp(w http.ResponseWriter, r *http.Request) (int,
 	}
 	var b AppChange
 	if err := module.Decode(w, r, &b); err != nil {
+		return 0, nil, err
+	}
+	if err := checkAppChange(&b); err != nil {
 		return 0, nil, err
 	}
 	a, err := m.UpdateApplication(r.Context(), id, b)

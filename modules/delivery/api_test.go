@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
@@ -149,7 +149,7 @@ func TestAPIRoles(t *testing.T) {
 		"secret": "x", "protocol": "cmpp30"}); s != http.StatusBadRequest {
 		t.Fatalf("a 7-character CMPP account: %d %v", s, out)
 	}
-	if l, err := i.c.AuditList(context.Background(), &keeldriver.AuditListParams{Action: "delivery.app_"}); err != nil || len(l) < 3 {
+	if l, err := i.c.AuditList(context.Background(), &keel.AuditListParams{Action: "delivery.app_"}); err != nil || len(l) < 3 {
 		t.Fatalf("application audits: %v %d", err, len(l))
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 )
 
 // applier concludes attempts in batches: one statement for every outcome
@@ -49,10 +48,11 @@ func (p *applier[TTx]) conclude(a *attempt, o outcome) {
 	if !a.settle() {
 		return
 	}
-	if a.holdsSlotFor(o) {
-		a.holdFailure(p.gate)
-	} else {
-		a.freeSlot()
+	if a.batch {
+		a.holdOutcome(p.gate)
+	}
+	if !a.holdsSlotFor(o) {
+		a.freeSlotOnly()
 	}
 	o.ID, o.Token = a.recordID, a.token
 	if o.Event.Conn == "" {
@@ -227,7 +227,7 @@ func (p *applier[TTx]) wake(ctx context.Context, ids []int64, try int) {
 	if c == nil {
 		return
 	}
-	woken, err := c.JobWake(ctx, &keeldriver.JobWakeParams{IDs: ids})
+	woken, err := c.JobWake(ctx, &keel.JobWakeParams{IDs: ids})
 	if err != nil {
 		p.log.Warn("delivery: waking jobs", "n", len(ids), "err", err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -391,7 +391,7 @@ func engineTask(t *testing.T, i *inst, id int64) *keeltype.BatchRow {
 // made unprocessed.
 func checkTaskAudit(t *testing.T, i *inst, id int64, operator string, reasons map[string]string, unprocessed int64) {
 	t.Helper()
-	l, err := i.c.AuditList(context.Background(), &keeldriver.AuditListParams{Target: fmt.Sprintf("batch:%d", id), Limit: 50})
+	l, err := i.c.AuditList(context.Background(), &keel.AuditListParams{Target: fmt.Sprintf("batch:%d", id), Limit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

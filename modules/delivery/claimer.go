@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/keelwork/keel"
 	"log/slog"
 	"sync"
 	"time"
@@ -108,7 +109,7 @@ func (p *claimer[TTx]) claim(ctx context.Context, c *claim) (*Record, error) {
 	select {
 	case p.in <- req:
 	case <-p.quit:
-		return nil, fmt.Errorf("delivery: stopping")
+		return nil, fmt.Errorf("delivery: %w", keel.ErrStopping)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -123,7 +124,7 @@ func (p *claimer[TTx]) claim(ctx context.Context, c *claim) (*Record, error) {
 		case r := <-req.reply:
 			return r.rec, r.err
 		default:
-			return nil, fmt.Errorf("delivery: stopping")
+			return nil, fmt.Errorf("delivery: %w", keel.ErrStopping)
 		}
 	}
 }

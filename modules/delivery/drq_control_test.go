@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -81,6 +80,17 @@ func TestDRQ007(t *testing.T) {
 		k, err := i.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+a.FlowKey())
 		return err == nil && k.PausedAt != nil
 	}
+	defer func() {
+		if t.Failed() {
+			for _, a := range []*Application{f, s, h, g, q, r} {
+				k, _ := i.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+a.FlowKey())
+				if k != nil {
+					t.Logf("%s: paused=%v failures=%d last=%q", a.Name, k.PausedAt != nil, k.ConsecutiveFailures, k.LastError)
+				}
+			}
+			dumpTask(t, i, task.ID)
+		}
+	}()
 	waitFor(t, 30*time.Second, "the failing applications to pause and the others to finish", func() bool {
 		return pausedKey(f) && pausedKey(s) && pausedKey(h) && pausedKey(q) &&
 			itemsDone(t, i, task.ID, r) && itemsDone(t, i, task.ID, g)
@@ -111,7 +121,7 @@ func TestDRQ007(t *testing.T) {
 	if classes[f.ID] != ClassAckRejected || classes[s.ID] != ClassAckTimeout || classes[h.ID] != ClassHTTPStatus || classes[q.ID] != ClassAckRejected {
 		t.Fatalf("auto-pause classes: %v", classes)
 	}
-	audits, err := i.c.AuditList(context.Background(), &keeldriver.AuditListParams{Action: "batch.autopause"})
+	audits, err := i.c.AuditList(context.Background(), &keel.AuditListParams{Action: "batch.autopause"})
 	if err != nil || len(audits) != 4 {
 		t.Fatalf("auto-pause audits: %v %d", err, len(audits))
 	}
@@ -339,7 +349,11 @@ func TestDRQ011(t *testing.T) {
 	seen := map[int64]bool{}
 	before := 0
 	for pages := 0; ; pages++ {
-		_, body, err := callRoute(t, io.m.apiTasks, "GET", fmt.Sprintf("%s?limit=10&before=%d", PathTasks, before), "")
+		page := PathTasks + "?limit=10"
+		if before != 0 {
+			page += fmt.Sprintf("&before=%d", before)
+		}
+		_, body, err := callRoute(t, io.m.apiTasks, "GET", page, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -448,7 +462,7 @@ func TestDRQ012(t *testing.T) {
 	}
 	auto := createTask(t, i, Filter{AppID: a.ID}, CreateTaskRequest{Rate: 50, AutoPause: 2})
 	waitFor(t, 20*time.Second, "the auto-pause", func() bool {
-		l, _ := i.c.AuditList(ctx, &keeldriver.AuditListParams{Action: "batch.autopause"})
+		l, _ := i.c.AuditList(ctx, &keel.AuditListParams{Action: "batch.autopause"})
 		return len(l) == 1
 	})
 	rec := e.seed(i, a, StatusFailed, time.Now(), "13100009999")
@@ -457,7 +471,7 @@ func TestDRQ012(t *testing.T) {
 	}
 	check := func(action string, task int64, actor string, keys ...string) {
 		t.Helper()
-		l, err := i.c.AuditList(ctx, &keeldriver.AuditListParams{Action: action, Target: fmt.Sprintf("batch:%d", task)})
+		l, err := i.c.AuditList(ctx, &keel.AuditListParams{Action: action, Target: fmt.Sprintf("batch:%d", task)})
 		if err != nil || len(l) != 1 {
 			t.Fatalf("%s audits of task %d: %v %d", action, task, err, len(l))
 		}
@@ -480,7 +494,7 @@ func TestDRQ012(t *testing.T) {
 	check("batch.resume", ctl.ID, "user:bob")
 	check("batch.terminate", ctl.ID, "user:bob")
 	check("batch.autopause", auto.ID, "system:autopause", "key", "failure_class", "consecutive_failures", "threshold", "last_error")
-	l, err := i.c.AuditList(ctx, &keeldriver.AuditListParams{Action: "delivery.requeue", Target: fmt.Sprintf("delivery:%d", rec.ID)})
+	l, err := i.c.AuditList(ctx, &keel.AuditListParams{Action: "delivery.requeue", Target: fmt.Sprintf("delivery:%d", rec.ID)})
 	if err != nil || len(l) != 1 || l[0].Actor != "user:bob" || l[0].Reason != "customer asked again" {
 		t.Fatalf("requeue audit: %v %+v", err, l)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -189,7 +188,7 @@ func TestDRQ006WrittenNeverQueued(t *testing.T) {
 					t.Fatalf("written record %d is %s", it.DeliveryID, r.Status)
 				}
 			} else if it.Outcome == keeltype.OutcomeFailed || it.Outcome == keeltype.OutcomeWaitingACK || it.Outcome == keeltype.OutcomeSuccess {
-				t.Fatalf("record %d never reached the customer but its item is %s", it.DeliveryID, it.Outcome)
+				t.Fatalf("record %d never reached the customer but its item is %s (%s: %s)", it.DeliveryID, it.Outcome, it.Reason, it.Error)
 			}
 		}
 		return written
@@ -315,7 +314,7 @@ func TestDRQ007NoDeliverAfterThreshold(t *testing.T) {
 		t.Logf("%s: %d DELIVERs before the pause, %d failed, %d held back", s.app.Name, written, c[keeltype.OutcomeFailed], c[keeltype.OutcomeQueued])
 		// The audit entry's failure_class is the engine's class; the task
 		// names the delivery class apart, and says the task is held.
-		l, err := i.c.AuditList(context.Background(), &keeldriver.AuditListParams{Action: "batch.autopause", Target: fmt.Sprintf("batch:%d", tasks[k])})
+		l, err := i.c.AuditList(context.Background(), &keel.AuditListParams{Action: "batch.autopause", Target: fmt.Sprintf("batch:%d", tasks[k])})
 		if err != nil || len(l) != 1 {
 			t.Fatalf("%s: auto-pause audits %v %d", s.app.Name, err, len(l))
 		}
@@ -398,7 +397,7 @@ func TestPreviewTokenOnce(t *testing.T) {
 		t.Fatalf("concurrent posts: %+v", out)
 	}
 	waitTask(t, i, out[0].id, 20*time.Second, keeltype.BatchCompleted)
-	list, err := i.c.BatchList(context.Background(), &keeldriver.BatchListParams{Kind: BatchKind, Limit: 10})
+	list, err := i.c.BatchList(context.Background(), &keel.BatchListParams{Kind: BatchKind, Limit: 10})
 	if err != nil || len(list) != 2 {
 		t.Fatalf("%d tasks for two tokens posted four times: %v", len(list), err)
 	}

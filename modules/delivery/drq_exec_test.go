@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -234,7 +234,7 @@ func deliverResp(c *customerSim, msgID uint64, result uint32) gocmppPacker {
 
 func itemOutcome(t *testing.T, i *inst, task, record int64) keeltype.BatchOutcome {
 	t.Helper()
-	rows, err := i.c.BatchItems(context.Background(), &keeldriver.BatchItemsParams{BatchID: task, Subject: subjectOf(record)})
+	rows, err := i.c.BatchItems(context.Background(), &keel.BatchItemsParams{BatchID: task, Subject: subjectOf(record)})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("item of %d: %v %d", record, err, len(rows))
 	}

@@ -46,14 +46,7 @@ func TestPreviewBinding(t *testing.T) {
 	refuse("widened filter", nil, widened, "invalid_preview_token")
 	refuse("other operator", "user:mallory", pv.Token, "preview_of_other_operator")
 	// An instance whose previews expire at once.
-	short := e.insertOnly()
-	cfg := engineConfig()
-	cfg.BatchPreviewTTL, cfg.DisableMaintenance = time.Millisecond, true
-	c2, err := keelNewClient(e, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	short.m.client.Store(c2)
+	short := e.insertOnlyWith(func(cfg *keel.Config) { cfg.BatchPreviewTTL = time.Millisecond })
 	old, err := short.m.PreviewTask(alice(), Filter{Status: StatusFailed})
 	if err != nil {
 		t.Fatal(err)

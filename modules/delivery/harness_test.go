@@ -22,7 +22,6 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
@@ -122,17 +121,28 @@ func (e *env) startHost(settings map[string]string, demo bool) *inst {
 // gateway): previews, tasks and records without anyone executing them.
 func (e *env) insertOnly() *inst {
 	e.t.Helper()
+	return e.insertOnlyWith(nil)
+}
+
+// insertOnlyWith is insertOnly with the engine configuration adjusted.
+func (e *env) insertOnlyWith(adjust func(*keel.Config)) *inst {
+	e.t.Helper()
 	m, err := New(&module.Host[pgx.Tx]{DB: e.db, Logger: testLogger(), Settings: testSettings("cmpp_addr", "off")})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	cfg := engineConfig()
 	cfg.DisableMaintenance = true
+	if adjust != nil {
+		adjust(cfg)
+	}
 	c, err := keel.NewClient(e.d, cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	m.client.Store(c)
+	if err := m.client.Bind(c); err != nil {
+		e.t.Fatal(err)
+	}
 	if err := m.refreshApps(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
@@ -276,7 +286,7 @@ func counts(t *testing.T, i *inst, id int64) map[keeltype.BatchOutcome]int64 {
 func allItems(t *testing.T, i *inst, id int64) []*keeltype.JobRow {
 	t.Helper()
 	var out []*keeltype.JobRow
-	p := keeldriver.BatchItemsParams{BatchID: id, Limit: 100}
+	p := keel.BatchItemsParams{BatchID: id, Limit: 100}
 	for {
 		page, err := i.c.BatchItems(context.Background(), &p)
 		if err != nil {
@@ -399,7 +409,7 @@ func dumpTask(t *testing.T, i *inst, id int64) {
 
 type pgxTx = pgx.Tx
 
-type keeldriverJobList = keeldriver.JobListParams
+type keeldriverJobList = keel.JobListParams
 
 func keelNewClient(e *env, cfg *keel.Config) (*keel.Client[pgx.Tx], error) {
 	return keel.NewClient(e.d, cfg)

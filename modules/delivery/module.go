@@ -40,6 +40,7 @@ func Lines(dialect string) []keelmigrate.Line {
 // Module is the delivery module on a database whose transactions are TTx.
 type Module[TTx any] struct {
 	h        *module.Host[TTx]
+	base     *module.Base[TTx]
 	set      settings
 	log      *slog.Logger
 	st       *store[TTx]
@@ -53,24 +54,25 @@ type Module[TTx any] struct {
 	pres     *presence
 	instance string
 	keys     atomic.Pointer[[]string]
-	client   atomic.Pointer[keel.Client[TTx]]
+	client   *module.Binding[TTx] // the engine client, bound by Start
 	beatNow  chan struct{}
 
 	mu    sync.Mutex
 	tasks []int64
 
-	srv     *cmpp.Server
-	up      *upstream[TTx]
-	demo    *demo[TTx]
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	started bool
+	srv  *cmpp.Server
+	up   *upstream[TTx]
+	demo *demo[TTx]
 }
 
 var _ module.Module[any] = (*Module[any])(nil)
 
 // New builds the module from the host's database, logger and settings.
 func New[TTx any](h *module.Host[TTx]) (*Module[TTx], error) {
+	base, err := module.NewBase(LineName, h)
+	if err != nil {
+		return nil, err
+	}
 	set, err := parseSettings(h.Settings)
 	if err != nil {
 		return nil, err
@@ -79,14 +81,13 @@ func New[TTx any](h *module.Host[TTx]) (*Module[TTx], error) {
 	if err != nil {
 		return nil, err
 	}
-	log := h.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("module", LineName)
+	log := base.Log
 	m := &Module[TTx]{
-		h: h, set: set, log: log, st: st, apps: newAppCache(), links: newLinks(set.Window),
+		h: h, base: base, client: base.Engine(), set: set, log: log, st: st, apps: newAppCache(), links: newLinks(set.Window),
 		track: newTracker(), pace: newPacer(), pres: &presence{}, beatNow: make(chan struct{}, 1),
+	}
+	if err := base.Register(m.collectors()...); err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
 	}
 	m.acks = newApplier(st, m.client.Load, log)
 	m.claims = newClaimer(st, log)
@@ -128,18 +129,18 @@ func (m *Module[TTx]) Configure(cfg *keel.Config) error {
 
 // Start runs the gateway, the heartbeat and (with Host.Demo) the demo.
 func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error {
-	if m.started {
-		return errors.New("delivery: started twice")
+	if err := m.client.Bind(client); err != nil {
+		return err
 	}
-	m.started = true
-	m.client.Store(client)
+	run, err := m.base.Life.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("delivery: %w", err)
+	}
 	m.instance = m.set.Instance
 	if m.instance == "" {
 		m.instance = client.ID()
 	}
 	m.pres.self = m.instance
-	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.cancel = cancel
 	m.acks.start(run)
 	m.claims.start(run)
 	m.beat(ctx)
@@ -147,12 +148,10 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 		m.log.Warn("delivery: application rate limits", "err", err)
 	}
 	if err := m.startCarrierSim(run); err != nil {
-		cancel()
-		return err
+		return errors.Join(err, m.Stop(ctx))
 	}
 	if err := m.startGateway(ctx); err != nil {
-		cancel()
-		return err
+		return errors.Join(err, m.Stop(ctx))
 	}
 	m.goRun(func() { m.beatLoop(run) })
 	if m.set.UpstreamAddr != "" {
@@ -167,18 +166,13 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	return nil
 }
 
-func (m *Module[TTx]) goRun(f func()) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		f()
-	}()
-}
+// goRun runs f in the module's run; Stop waits for it.
+func (m *Module[TTx]) goRun(f func()) { m.base.Life.Go(func(context.Context) { f() }) }
 
 // Stop ends the gateway and background work; held connections close, so
 // their customers reconnect to another instance.
 func (m *Module[TTx]) Stop(ctx context.Context) error {
-	if !m.started || m.cancel == nil {
+	if !m.base.Life.Running() {
 		return nil
 	}
 	var errs []error
@@ -190,21 +184,16 @@ func (m *Module[TTx]) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	m.cancel()
+	stopped := m.base.Life.Stop(ctx) // cancels the run; the helpers below see it end
 	m.http.stop()
 	m.claims.stop()
 	m.acks.stop()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, ctx.Err())
+	if stopped != nil {
+		errs = append(errs, stopped)
 	}
 	if err := m.st.beat(context.WithoutCancel(ctx), m.instance, nil); err != nil {
 		errs = append(errs, err)
 	}
-	m.cancel = nil
 	return errors.Join(errs...)
 }
 
@@ -219,7 +208,10 @@ func (m *Module[TTx]) Addr() string {
 // syncLimits gives every application's own pushes its rate ("app:<id>"
 // in the delivery queue); an existing equal limit is left alone.
 func (m *Module[TTx]) syncLimits(ctx context.Context) error {
-	c := m.client.Load()
+	c, err := m.client.Client()
+	if err != nil {
+		return err
+	}
 	have, err := c.FlowLimits(ctx)
 	if err != nil {
 		return err
@@ -242,7 +234,11 @@ func (m *Module[TTx]) syncLimits(ctx context.Context) error {
 }
 
 func (m *Module[TTx]) setAppLimit(ctx context.Context, a *Application) error {
-	_, err := m.client.Load().FlowLimitSet(ctx, &keeltype.FlowLimit{Pattern: a.FlowKey(), Queue: QueueName, Rate: a.Rate},
+	c, err := m.client.Client()
+	if err != nil {
+		return err
+	}
+	_, err = c.FlowLimitSet(ctx, &keeltype.FlowLimit{Pattern: a.FlowKey(), Queue: QueueName, Rate: a.Rate},
 		fmt.Sprintf("delivery: rate of application %d (%s)", a.ID, a.Name))
 	return err
 }
@@ -254,7 +250,11 @@ func (m *Module[TTx]) setAppLimit(ctx context.Context, a *Application) error {
 // what actually spaced its claims: an unlimited key's writes go out at
 // once rather than a pacing delay after their claim.
 func (m *Module[TTx]) keyRate(ctx context.Context, key string) float64 {
-	l, err := m.client.Load().FlowLimitOf(ctx, key, QueueName)
+	c := m.client.Load()
+	if c == nil {
+		return 0
+	}
+	l, err := c.FlowLimitOf(ctx, key, QueueName)
 	if err != nil || l == nil {
 		return 0
 	}

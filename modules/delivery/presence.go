@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -121,7 +120,7 @@ func (m *Module[TTx]) refreshTasks(ctx context.Context) {
 	var ids []int64
 	var before int64
 	for {
-		page, err := c.BatchList(ctx, &keeldriver.BatchListParams{Kind: BatchKind, BeforeID: before, Limit: 200,
+		page, err := c.BatchList(ctx, &keel.BatchListParams{Kind: BatchKind, BeforeID: before, Limit: 200,
 			States: []keeltype.BatchState{keeltype.BatchQueued, keeltype.BatchRunning, keeltype.BatchPaused}})
 		if err != nil {
 			return
@@ -134,7 +133,7 @@ func (m *Module[TTx]) refreshTasks(ctx context.Context) {
 		}
 		before = page[len(page)-1].ID
 	}
-	ended, err := c.BatchList(ctx, &keeldriver.BatchListParams{Kind: BatchKind, Limit: recentTerminated,
+	ended, err := c.BatchList(ctx, &keel.BatchListParams{Kind: BatchKind, Limit: recentTerminated,
 		States: []keeltype.BatchState{keeltype.BatchTerminated}})
 	if err != nil {
 		return
@@ -243,7 +242,7 @@ func (m *Module[TTx]) wakeConnected(ctx context.Context, appID int64) {
 		keys = append(keys, keel.BatchKeyPrefix(id)+key)
 	}
 	for _, k := range keys {
-		if _, err := c.JobWake(ctx, &keeldriver.JobWakeParams{FlowKey: k, WaitReason: keel.WaitConnection}); err != nil && ctx.Err() == nil {
+		if _, err := c.JobWake(ctx, &keel.JobWakeParams{FlowKey: k, WaitReason: keel.WaitConnection}); err != nil && ctx.Err() == nil {
 			m.log.Warn("delivery: waking jobs waiting for a connection", "key", k, "err", err)
 		}
 	}

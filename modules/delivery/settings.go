@@ -1,13 +1,15 @@
 package delivery
 
 import (
-	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/keelwork/keel/module"
 )
 
 // Setting defaults. Every setting is "delivery.<name>" in the host's
-// Settings; docs/delivery.md lists them.
+// Settings; docs/delivery.md lists them with their ranges. An unknown
+// "delivery." key is refused (a typo would otherwise leave the default in
+// force unnoticed).
 const (
 	DefaultCMPPAddr       = "127.0.0.1:7890"
 	DefaultAckTimeout     = 60 * time.Second
@@ -47,63 +49,32 @@ type settings struct {
 	// application connected to many instances; the rate still holds at
 	// the claim, the customer may see more jitter).
 	OneSender bool
+	// Sim: the carrier simulator outside the demo (carrier_sim…; carriersim.go).
+	Sim simSettings
 }
 
 func parseSettings(m map[string]string) (settings, error) {
+	r := module.NewSettings(LineName, m)
 	s := settings{
-		CMPPAddr: DefaultCMPPAddr, AckTimeout: DefaultAckTimeout, Window: DefaultWindow, Workers: DefaultWorkers,
-		ConnectionWait: DefaultConnectionWait, HTTPTimeout: DefaultHTTPTimeout, HTTPBatch: DefaultHTTPBatch,
-		AckInline: DefaultAckInline, Heartbeat: DefaultHeartbeat, OneSender: true,
+		CMPPAddr:       r.String("cmpp_addr", DefaultCMPPAddr, nil),
+		GatewayID:      uint32(r.Int("gateway_id", 0, 0, 1<<22-1)),
+		AckTimeout:     r.Duration("ack_timeout", DefaultAckTimeout, time.Millisecond, 24*time.Hour),
+		Window:         r.Int("window", DefaultWindow, 1, 4096),
+		Workers:        r.Int("workers", DefaultWorkers, 1, 100000),
+		ConnectionWait: r.Duration("connection_wait", DefaultConnectionWait, time.Millisecond, 24*time.Hour),
+		HTTPTimeout:    r.Duration("http_timeout", DefaultHTTPTimeout, time.Millisecond, time.Hour),
+		HTTPBatch:      r.Int("http_batch", DefaultHTTPBatch, 1, 10000),
+		AckInline:      r.Duration("ack_inline", DefaultAckInline, 0, time.Hour),
+		Heartbeat:      r.Duration("heartbeat", DefaultHeartbeat, time.Millisecond, time.Hour),
+		Instance:       r.String("instance", "", nil),
+		UpstreamAddr:   r.String("upstream_addr", "", nil),
+		UpstreamUser:   r.String("upstream_account", "", nil),
+		UpstreamSecret: r.String("upstream_secret", "", nil),
+		OneSender:      r.Bool("one_sender", true),
+		Sim:            readSimSettings(r),
 	}
-	get := func(k string) (string, bool) {
-		v, ok := m["delivery."+k]
-		return v, ok && v != ""
-	}
-	if v, ok := m["delivery.cmpp_addr"]; ok {
-		s.CMPPAddr = v
-	}
-	s.Instance, _ = get("instance")
-	s.UpstreamAddr, _ = get("upstream_addr")
-	s.UpstreamUser, _ = get("upstream_account")
-	s.UpstreamSecret, _ = get("upstream_secret")
-	if v, ok := get("one_sender"); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return s, fmt.Errorf("delivery.one_sender %q: want true or false", v)
-		}
-		s.OneSender = b
-	}
-	if v, ok := get("gateway_id"); ok {
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil || n > 1<<22-1 {
-			return s, fmt.Errorf("delivery.gateway_id %q: want an integer below %d", v, 1<<22)
-		}
-		s.GatewayID = uint32(n)
-	}
-	for _, d := range []struct {
-		key string
-		dst *time.Duration
-	}{{"ack_timeout", &s.AckTimeout}, {"connection_wait", &s.ConnectionWait}, {"http_timeout", &s.HTTPTimeout},
-		{"ack_inline", &s.AckInline}, {"heartbeat", &s.Heartbeat}} {
-		if v, ok := get(d.key); ok {
-			x, err := time.ParseDuration(v)
-			if err != nil || x < 0 || (x == 0 && d.key != "ack_inline") {
-				return s, fmt.Errorf("delivery.%s %q: want a positive duration", d.key, v)
-			}
-			*d.dst = x
-		}
-	}
-	for _, n := range []struct {
-		key string
-		dst *int
-	}{{"window", &s.Window}, {"workers", &s.Workers}, {"http_batch", &s.HTTPBatch}} {
-		if v, ok := get(n.key); ok {
-			x, err := strconv.Atoi(v)
-			if err != nil || x < 1 {
-				return s, fmt.Errorf("delivery.%s %q: want a positive integer", n.key, v)
-			}
-			*n.dst = x
-		}
+	if err := r.Err(); err != nil {
+		return s, err
 	}
 	if s.AckInline >= s.AckTimeout {
 		// The inline wait must end before the ACK deadline, so that a

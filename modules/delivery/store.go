@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 )
 
 //go:embed queries/postgres/*.sql queries/sqlite/*.sql

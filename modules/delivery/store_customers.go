@@ -7,9 +7,9 @@ import (
 	"github.com/keelwork/keel/keelsql"
 )
 
-func (s *store[TTx]) insertEnterprise(ctx context.Context, name string) (int64, error) {
+func (s *store[TTx]) insertEnterprise(ctx context.Context, q keelsql.Querier, name string) (int64, error) {
 	var id int64
-	if err := s.db.QueryRow(ctx, s.q.Get("EnterpriseInsert"), name, now()).Scan(&id); err != nil {
+	if err := q.QueryRow(ctx, s.q.Get("EnterpriseInsert"), name, now()).Scan(&id); err != nil {
 		return 0, fmt.Errorf("inserting enterprise %q: %w", name, err)
 	}
 	return id, nil

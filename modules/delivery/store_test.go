@@ -46,11 +46,11 @@ func testStore[TTx any](t *testing.T, db keelsql.DB[TTx], _ any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ent, err := st.insertEnterprise(ctx, "华星科技")
+	ent, err := st.insertEnterprise(ctx, db, "华星科技")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := st.insertEnterprise(ctx, "Other_Co")
+	other, _ := st.insertEnterprise(ctx, db, "Other_Co")
 	appA, err := st.insertApp(ctx, db, &NewApplication{EnterpriseID: ent, Name: "短信通知", Account: "900001", Secret: "s",
 		Protocol: ProtoCMPP30, ReportEnabled: true, MOEnabled: true})
 	if err != nil {

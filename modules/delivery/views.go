@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
 )
@@ -218,7 +217,7 @@ func (m *Module[TTx]) Tasks(ctx context.Context, lang string, state keeltype.Bat
 	if limit <= 0 || limit > 100 {
 		limit = 20
 	}
-	p := &keeldriver.BatchListParams{Kind: BatchKind, BeforeID: before, Limit: limit + 1}
+	p := &keel.BatchListParams{Kind: BatchKind, BeforeID: before, Limit: limit + 1}
 	if state != "" {
 		p.States = []keeltype.BatchState{state}
 	}
@@ -331,7 +330,7 @@ func (m *Module[TTx]) TaskItems(ctx context.Context, lang string, id int64, q It
 	if q.Outcome != "" && !knownOutcome(q.Outcome) {
 		return nil, module.Invalid("outcome %q is unknown", q.Outcome)
 	}
-	p := keeldriver.BatchItemsParams{BatchID: id, Outcome: q.Outcome, Text: reasonText(q.Reason), AfterSubject: q.After, Limit: q.Limit + 1}
+	p := keel.BatchItemsParams{BatchID: id, Outcome: q.Outcome, Text: reasonText(q.Reason), AfterSubject: q.After, Limit: q.Limit + 1}
 	var rows []*keeltype.JobRow
 	var err error
 	if q.MsgID != "" {
@@ -376,7 +375,7 @@ func reasonText(s string) string {
 	return s
 }
 
-func (m *Module[TTx]) itemsByMsgID(ctx context.Context, p keeldriver.BatchItemsParams, msgID string) ([]*keeltype.JobRow, error) {
+func (m *Module[TTx]) itemsByMsgID(ctx context.Context, p keel.BatchItemsParams, msgID string) ([]*keeltype.JobRow, error) {
 	ids, err := m.st.recordIDsByMsgID(ctx, strings.TrimSpace(msgID))
 	if err != nil {
 		return nil, err

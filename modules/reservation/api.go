@@ -3,9 +3,9 @@ package reservation
 import (
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
 // apiPrefix is where the module's admin API lives.
@@ -56,15 +56,10 @@ type reasonBody struct {
 	Reason string `json:"reason"`
 }
 
+// checkReason applies the one reason rule (web.Reason).
 func checkReason(reason string, required bool) error {
-	n := utf8.RuneCountInString(reason)
-	switch {
-	case n > 1000:
-		return module.Invalid("reason: at most 1000 characters")
-	case required && n < minReason:
-		return module.Invalid("reason: at least %d characters (an incident, a ticket, an explanation)", minReason)
-	}
-	return nil
+	_, err := web.Reason(reason, required)
+	return err
 }
 
 func decodeReason(w http.ResponseWriter, r *http.Request) (string, error) {
@@ -90,6 +85,16 @@ func (m *Module[TTx]) apiResourceCreate(w http.ResponseWriter, r *http.Request) 
 		Location   string `json:"location"`
 	}
 	if err := module.Decode(w, r, &b); err != nil {
+		return 0, nil, err
+	}
+	var err error
+	if b.Name, err = web.Name("name", b.Name, 200); err != nil {
+		return 0, nil, err
+	}
+	if b.Location, err = web.OptionalText("location", b.Location, 200); err != nil {
+		return 0, nil, err
+	}
+	if b.CategoryID, err = web.Name("category_id", b.CategoryID, 40); err != nil {
 		return 0, nil, err
 	}
 	res, err := m.CreateResource(r.Context(), b.CategoryID, b.Name, b.Location)
@@ -120,6 +125,9 @@ func (m *Module[TTx]) apiSlotCreate(w http.ResponseWriter, r *http.Request) (int
 	if err := module.Decode(w, r, &b); err != nil {
 		return 0, nil, err
 	}
+	if err := m.checkResource(r, b.ResourceID); err != nil {
+		return 0, nil, err
+	}
 	s, err := m.CreateSlot(r.Context(), b.ResourceID, b.StartsAt, b.EndsAt, b.Capacity)
 	return http.StatusCreated, s, err
 }
@@ -127,6 +135,9 @@ func (m *Module[TTx]) apiSlotCreate(w http.ResponseWriter, r *http.Request) (int
 // apiSlot returns a slot with live availability (releasing its due
 // reservations first) and its waitlist.
 func (m *Module[TTx]) apiSlot(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := knownParams(r); err != nil {
+		return 0, nil, err
+	}
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return 0, nil, err
@@ -152,4 +163,22 @@ func (m *Module[TTx]) apiWaitlistJoin(w http.ResponseWriter, r *http.Request) (i
 	}
 	e, err := m.JoinWaitlist(r.Context(), id, b.UserID)
 	return http.StatusCreated, e, err
+}
+
+// checkResource refuses a resource id that names no resource, before a
+// write would meet the foreign key.
+func (m *Module[TTx]) checkResource(r *http.Request, id int64) error {
+	if id < 1 {
+		return web.Invalid("resource_id must be a positive integer")
+	}
+	list, err := m.Resources(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, res := range list {
+		if res.ID == id {
+			return nil
+		}
+	}
+	return module.Errorf(http.StatusNotFound, "resource_not_found", "no resource %d", id)
 }

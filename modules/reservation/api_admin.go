@@ -17,6 +17,9 @@ func (m *Module[TTx]) apiCategories(w http.ResponseWriter, r *http.Request) (int
 }
 
 func (m *Module[TTx]) apiCategory(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := knownParams(r); err != nil {
+		return 0, nil, err
+	}
 	c, err := m.Category(r.Context(), r.PathValue("id"))
 	return http.StatusOK, c, err
 }
@@ -64,7 +67,7 @@ func (m *Module[TTx]) apiCategoryUpdate(w http.ResponseWriter, r *http.Request) 
 
 // apiRuns: GET /runs?kind=scan|compensation&cursor=&limit=, newest first.
 func (m *Module[TTx]) apiRuns(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := newQuery(r, "kind", "cursor", "limit")
+	q := newQuery(r, "kind", "after", "cursor", "limit")
 	kind, before, limit := q.text("kind", 20), q.cursor(), q.limit()
 	if kind != "" && kind != "scan" && kind != "compensation" {
 		q.fail("kind: scan or compensation")
@@ -95,7 +98,7 @@ func (m *Module[TTx]) apiRunNow(w http.ResponseWriter, r *http.Request) (int, an
 }
 
 func (m *Module[TTx]) apiDeadLetters(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := newQuery(r, "cursor", "limit")
+	q := newQuery(r, "after", "cursor", "limit")
 	f := ReservationFilter{DeadLetters: true, Before: q.cursor(), Limit: q.limit()}
 	if q.err != nil {
 		return 0, nil, q.err
@@ -120,6 +123,9 @@ func (m *Module[TTx]) apiRequeue(w http.ResponseWriter, r *http.Request) (int, a
 }
 
 func (m *Module[TTx]) apiPolicy(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := knownParams(r); err != nil {
+		return 0, nil, err
+	}
 	p, err := m.Policy(r.Context())
 	return http.StatusOK, p, err
 }
@@ -145,6 +151,9 @@ func (m *Module[TTx]) apiPolicySet(w http.ResponseWriter, r *http.Request) (int,
 }
 
 func (m *Module[TTx]) apiNoShows(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := knownParams(r); err != nil {
+		return 0, nil, err
+	}
 	user := r.PathValue("user")
 	if err := validUser(user); err != nil {
 		return 0, nil, err
@@ -209,6 +218,9 @@ func (m *Module[TTx]) invariant(r *http.Request) (*InvariantReport, error) {
 }
 
 func (m *Module[TTx]) apiInvariant(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := knownParams(r); err != nil {
+		return 0, nil, err
+	}
 	rep, err := m.invariant(r)
 	return http.StatusOK, rep, err
 }

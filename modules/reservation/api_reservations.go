@@ -32,7 +32,7 @@ func (m *Module[TTx]) reservationPage(r *http.Request, f ReservationFilter) (int
 }
 
 func reservationFilter(r *http.Request) (ReservationFilter, error) {
-	q := newQuery(r, "state", "slot_id", "resource_id", "category", "user_id", "dead_letters", "cursor", "limit")
+	q := newQuery(r, "state", "slot_id", "resource_id", "category", "user_id", "dead_letters", "after", "cursor", "limit")
 	f := ReservationFilter{State: State(q.text("state", 40)), SlotID: q.id("slot_id"), ResourceID: q.id("resource_id"),
 		CategoryID: q.text("category", 40), UserID: q.text("user_id", 100), DeadLetters: q.bool("dead_letters"),
 		Before: q.cursor(), Limit: q.limit()}
@@ -44,6 +44,9 @@ func reservationFilter(r *http.Request) (ReservationFilter, error) {
 
 // apiReservation returns a reservation with its history and notifications.
 func (m *Module[TTx]) apiReservation(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := knownParams(r); err != nil {
+		return 0, nil, err
+	}
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return 0, nil, err

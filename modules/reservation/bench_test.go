@@ -51,7 +51,9 @@ func benchOnce[TTx any](b *testing.B, db keelsql.DB[TTx], d keeldriver.Driver[TT
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.client.Store(client)
+	if err := m.client.Bind(client); err != nil {
+		b.Fatal(err)
+	}
 	loadStart := time.Now()
 	if err := m.benchLoad(ctx, total, due); err != nil {
 		b.Fatal(err)

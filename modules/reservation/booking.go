@@ -5,18 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keelsql"
-	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
 func validUser(user string) error {
-	if user == "" || utf8.RuneCountInString(user) > 100 {
-		return module.Invalid("user_id: 1..100 characters")
+	t, err := web.Name("user_id", user, 100)
+	if err == nil && t != user {
+		err = web.Invalid("user_id must not start or end with spaces")
 	}
-	return nil
+	return err
 }
 
 // Book takes a place of a slot for a user: a pending_payment reservation

@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/keelwork/keel/internal/sqlfile"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 )
 
 var chaosSQL = sqlfile.MustLoad(os.DirFS("testdata"), ".")
@@ -185,7 +185,7 @@ func auditActions[TTx any](t testing.TB, m *Module[TTx], action string) []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := c.AuditList(context.Background(), &keeldriver.AuditListParams{Action: action, Limit: 100})
+	rows, err := c.AuditList(context.Background(), &keel.AuditListParams{Action: action, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

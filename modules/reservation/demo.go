@@ -35,13 +35,10 @@ func (m *Module[TTx]) startDemo(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reservation demo: %w", err)
 	}
-	loop, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	m.mu.Lock()
-	m.stopDemo, m.demoDone = stop, done
-	m.mu.Unlock()
-	go func() {
-		defer close(done)
+	if _, err := m.kit.Life.Start(ctx); err != nil {
+		return fmt.Errorf("reservation demo: %w", err)
+	}
+	m.kit.Life.Go(func(loop context.Context) {
 		t := time.NewTicker(demoEvery)
 		defer t.Stop()
 		for i := 0; ; i++ {
@@ -54,7 +51,7 @@ func (m *Module[TTx]) startDemo(ctx context.Context) error {
 			case <-t.C:
 			}
 		}
-	}()
+	})
 	return nil
 }
 

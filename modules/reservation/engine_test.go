@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/module"
 )
 
@@ -244,7 +243,7 @@ func reminderOf[TTx any](t *testing.T, m *Module[TTx], id, version int64) int64 
 		t.Fatal(err)
 	}
 	c, _ := m.engine()
-	jobs, err := c.JobList(context.Background(), &keeldriver.JobListParams{Kinds: []string{KindNotify}, Limit: 1000})
+	jobs, err := c.JobList(context.Background(), &keel.JobListParams{Kinds: []string{KindNotify}, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +288,7 @@ func noteState[TTx any](t *testing.T, m *Module[TTx], id int64, kind string, ver
 // releaseJobKeys lists the idempotency keys of a reservation's precise jobs.
 func releaseJobKeys[TTx any](t *testing.T, m *Module[TTx], id int64) []string {
 	c, _ := m.engine()
-	jobs, err := c.JobList(context.Background(), &keeldriver.JobListParams{Kinds: []string{KindRelease}, Limit: 100})
+	jobs, err := c.JobList(context.Background(), &keel.JobListParams{Kinds: []string{KindRelease}, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +332,7 @@ func testScanRelay[TTx any](t *testing.T, e *env[TTx]) {
 	e.clock.Set(t0.Add(15 * time.Minute))
 	run := mustScan(t, m)
 	c, _ := m.engine()
-	relays, _ := c.JobList(ctx, &keeldriver.JobListParams{Kinds: []string{KindRelay}, Limit: 100})
+	relays, _ := c.JobList(ctx, &keel.JobListParams{Kinds: []string{KindRelay}, Limit: 100})
 	found := false
 	for _, j := range relays {
 		found = found || j.IdempotencyKey == "relay:run:"+strconv.FormatInt(run.ID, 10)
@@ -361,7 +360,7 @@ func testScanRelay[TTx any](t *testing.T, e *env[TTx]) {
 
 func countJobs[TTx any](t *testing.T, m *Module[TTx], kind string) int {
 	c, _ := m.engine()
-	jobs, err := c.JobList(context.Background(), &keeldriver.JobListParams{Kinds: []string{kind}, Limit: 1000})
+	jobs, err := c.JobList(context.Background(), &keel.JobListParams{Kinds: []string{kind}, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

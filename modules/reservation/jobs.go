@@ -105,7 +105,7 @@ func (m *Module[TTx]) bind(ctx context.Context) {
 		return
 	}
 	if c, err := keel.ClientFromContext[TTx](ctx); err == nil {
-		m.client.CompareAndSwap(nil, c)
+		_ = m.client.Bind(c) // a client bound meanwhile wins; this job runs on it either way
 	}
 }
 

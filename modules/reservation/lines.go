@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keelmigrate"
 )
 
@@ -38,10 +37,4 @@ func Lines(dialect string) []keelmigrate.Line {
 		return nil
 	}
 	return []keelmigrate.Line{l}
-}
-
-// queries are the module's statements per dialect, loaded once.
-var queries = map[string]sqlfile.Set{
-	"postgres": sqlfile.MustLoad(queryFiles, "queries/postgres"),
-	"sqlite":   sqlfile.MustLoad(queryFiles, "queries/sqlite"),
 }

@@ -2,6 +2,8 @@ package reservation
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keelwork/keel/module"
 )
 
 // metrics are the module's collectors (names keel_reservation_*; the alert
@@ -56,14 +58,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		assistErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "keel_reservation_assist_errors_total",
 			Help: "Availability reads whose assist release failed (the scan still covers them)."}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.runDuration, m.lastRun, m.scanned, m.released, m.failed, m.restore,
-		m.promotions, m.delay, m.deadLetters, m.deadLettered, m.dryRun, m.holdsExpired, m.notifications, m.assistErrors} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	err := module.Register(reg, m.runDuration, m.lastRun, m.scanned, m.released, m.failed, m.restore,
+		m.promotions, m.delay, m.deadLetters, m.deadLettered, m.dryRun, m.holdsExpired, m.notifications, m.assistErrors)
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/sqlfile"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/module"
 )
 
@@ -28,6 +25,7 @@ var errNotStarted = errors.New("reservation: module not started")
 // TTx.
 type Module[TTx any] struct {
 	h         *module.Host[TTx]
+	kit       *module.Base[TTx]
 	db        keelsql.DB[TTx]
 	q         sqlfile.Set
 	pg        bool
@@ -35,12 +33,8 @@ type Module[TTx any] struct {
 	log       *slog.Logger
 	opt       options
 	met       *metrics
-	client    atomic.Pointer[keel.Client[TTx]]
+	client    *module.Binding[TTx]
 	templates pageTemplates
-
-	mu       sync.Mutex
-	stopDemo context.CancelFunc
-	demoDone chan struct{}
 }
 
 var _ module.Module[any] = (*Module[any])(nil)
@@ -49,25 +43,25 @@ var _ module.Module[any] = (*Module[any])(nil)
 // settings ("reservation.zone", "reservation.page_size", ...; see the
 // Default constants).
 func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
-	if h == nil || h.DB == nil {
-		return nil, errors.New("reservation: host has no database")
+	base, err := module.NewBase(Name, h)
+	if err != nil {
+		return nil, err
 	}
-	q, ok := queries[h.DB.Dialect()]
-	if !ok {
-		return nil, fmt.Errorf("reservation: unsupported dialect %q", h.DB.Dialect())
+	q, err := base.Queries(queryFiles, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("reservation: %w", err)
 	}
 	set, err := parseSettings(h.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("reservation: %w", err)
 	}
-	m := &Module[TTx]{h: h, db: h.DB, q: q, pg: h.DB.Dialect() == "postgres", set: set, log: h.Logger}
-	if m.log == nil {
-		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	m := &Module[TTx]{h: h, kit: base, client: base.Engine(), db: h.DB, q: q, pg: h.DB.Dialect() == "postgres",
+		set: set, log: base.Log}
 	m.opt = defaultOptions()
 	for _, o := range opts {
 		o(&m.opt)
 	}
+	base.SetClock(m.opt.clock) // WithClock wins over the host's clock
 	if m.opt.channel == nil {
 		m.opt.channel = m.defaultChannel()
 	}
@@ -93,10 +87,9 @@ func (m *Module[TTx]) Lines() []keelmigrate.Line { return Lines(m.db.Dialect()) 
 // jobs through it), refreshes the dead-letter gauge and, for `keel dev`,
 // seeds demo data and starts the demo loop.
 func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error {
-	if client == nil {
-		return errors.New("reservation: Start needs a client")
+	if err := m.client.Bind(client); err != nil {
+		return fmt.Errorf("reservation: %w", err)
 	}
-	m.client.Store(client)
 	if err := m.refreshDeadLetters(ctx); err != nil {
 		return fmt.Errorf("reservation: start: %w", err)
 	}
@@ -107,26 +100,11 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 }
 
 // Stop ends the demo loop, waiting until ctx ends at most.
-func (m *Module[TTx]) Stop(ctx context.Context) error {
-	m.mu.Lock()
-	stop, done := m.stopDemo, m.demoDone
-	m.stopDemo, m.demoDone = nil, nil
-	m.mu.Unlock()
-	if stop == nil {
-		return nil
-	}
-	stop()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (m *Module[TTx]) Stop(ctx context.Context) error { return m.kit.Life.Stop(ctx) }
 
 func (m *Module[TTx]) engine() (*keel.Client[TTx], error) {
-	c := m.client.Load()
-	if c == nil {
+	c, err := m.client.Client()
+	if err != nil {
 		return nil, errNotStarted
 	}
 	return c, nil
@@ -134,7 +112,7 @@ func (m *Module[TTx]) engine() (*keel.Client[TTx], error) {
 
 // now is the module's clock in UTC, truncated to microseconds so that both
 // databases store exactly the instant compared.
-func (m *Module[TTx]) now() time.Time { return m.opt.clock().UTC().Truncate(time.Microsecond) }
+func (m *Module[TTx]) now() time.Time { return m.kit.Now() }
 
 // instance names this process in run records.
 func (m *Module[TTx]) instance() string {

@@ -20,11 +20,12 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{clock: time.Now, backoff: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond}}
+	return options{backoff: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond}}
 }
 
 // WithClock sets the clock every decision reads (release points, holds,
-// appeal windows). Tests pass a controllable one; the default is time.Now.
+// appeal windows). Tests pass a controllable one; the default is the host's
+// clock (Host.Clock, time.Now when unset).
 func WithClock(now func() time.Time) Option {
 	return func(o *options) {
 		if now != nil {

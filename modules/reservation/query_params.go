@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
 // Lists answer in pages: data in order, next_cursor set when more follow
@@ -25,8 +26,8 @@ func page[T any](data []T, next string) listPage[T] {
 }
 
 const (
-	defaultLimit = 50
-	maxLimit     = 500
+	defaultLimit = web.DefaultLimit
+	maxLimit     = web.MaxLimit
 	cursorPrefix = "rsv:"
 )
 
@@ -84,10 +85,9 @@ func (q *query) fail(format string, args ...any) {
 }
 
 func (q *query) text(name string, max int) string {
-	s := q.r.URL.Query().Get(name)
-	if len(s) > max {
-		q.fail("%s: at most %d bytes", name, max)
-		return ""
+	s, err := web.OptionalText(name, q.r.URL.Query().Get(name), max)
+	if err != nil && q.err == nil {
+		q.err = err
 	}
 	return s
 }
@@ -143,8 +143,13 @@ func (q *query) limit() int {
 	return n
 }
 
+// cursor reads after= (the one paging parameter) or its older name
+// cursor=.
 func (q *query) cursor() int64 {
-	s := q.r.URL.Query().Get("cursor")
+	s := q.r.URL.Query().Get("after")
+	if s == "" {
+		s = q.r.URL.Query().Get("cursor")
+	}
 	if s == "" {
 		return 0
 	}
@@ -155,10 +160,4 @@ func (q *query) cursor() int64 {
 	return id
 }
 
-func pathInt(r *http.Request, name string) (int64, error) {
-	n, err := strconv.ParseInt(r.PathValue(name), 10, 64)
-	if err != nil || n < 1 {
-		return 0, module.Invalid("%s: a positive integer", name)
-	}
-	return n, nil
-}
+func pathInt(r *http.Request, name string) (int64, error) { return web.PathID(r, name) }

@@ -1,13 +1,12 @@
 package reservation
 
 import (
-	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
+	"errors"
 	"time"
 	// The business zone must load on hosts without a zoneinfo database.
 	_ "time/tzdata"
+
+	"github.com/keelwork/keel/module"
 )
 
 // Setting defaults. Each is read from Host.Settings under "reservation.<name>".
@@ -52,104 +51,31 @@ type settings struct {
 	asyncCommit          bool
 }
 
-// settingKeys are the accepted keys; any other "reservation." key is a typo.
-var settingKeys = map[string]bool{
-	"zone": true, "page_size": true, "tx_size": true, "scan_interval": true,
-	"compensation_interval": true, "max_retries": true, "queue": true, "workers": true,
-	"payment_minutes": true, "webhook_url": true, "async_commit": true,
-}
-
 func parseSettings(raw map[string]string) (*settings, error) {
-	s := &settings{pageSize: DefaultPageSize, txSize: DefaultTxSize, scanInterval: DefaultScanInterval,
-		compensationInterval: DefaultCompensationInterval, maxRetries: DefaultMaxRetries,
-		queue: DefaultQueue, workers: DefaultWorkers, paymentMinutes: DefaultPaymentMinutes,
-		asyncCommit: DefaultAsyncCommit}
-	zone := DefaultZone
-	for k, v := range raw {
-		name, ok := strings.CutPrefix(k, "reservation.")
-		if !ok {
-			continue
-		}
-		if !settingKeys[name] {
-			return nil, fmt.Errorf("unknown setting %q", k)
-		}
-		if name == "zone" {
-			zone = v
-			continue
-		}
-		if err := s.set(name, strings.TrimSpace(v)); err != nil {
-			return nil, fmt.Errorf("setting %s=%q: %w", k, v, err)
-		}
+	r := module.NewSettings(Name, raw)
+	s := &settings{
+		zone:                 r.Zone("zone", DefaultZone),
+		pageSize:             r.Int("page_size", DefaultPageSize, 1, 100000),
+		txSize:               r.Int("tx_size", DefaultTxSize, 1, 1000),
+		scanInterval:         r.Duration("scan_interval", DefaultScanInterval, time.Second, 24*time.Hour),
+		compensationInterval: r.Duration("compensation_interval", DefaultCompensationInterval, time.Minute, 7*24*time.Hour),
+		maxRetries:           r.Int("max_retries", DefaultMaxRetries, 1, 100),
+		queue:                r.String("queue", DefaultQueue, queueName),
+		workers:              r.Int("workers", DefaultWorkers, 1, 1000),
+		paymentMinutes:       r.Int("payment_minutes", DefaultPaymentMinutes, 1, 1440),
+		webhookURL:           r.URL("webhook_url", ""),
+		asyncCommit:          r.Bool("async_commit", DefaultAsyncCommit),
 	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		return nil, fmt.Errorf("setting reservation.zone=%q: %w", zone, err)
-	}
-	s.zone = loc
-	if s.txSize > s.pageSize {
-		return nil, fmt.Errorf("setting reservation.tx_size (%d) exceeds reservation.page_size (%d)", s.txSize, s.pageSize)
+	r.Check(s.txSize <= s.pageSize, "reservation.tx_size (%d) exceeds reservation.page_size (%d)", s.txSize, s.pageSize)
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-func (s *settings) set(name, v string) error {
-	var err error
-	switch name {
-	case "page_size":
-		s.pageSize, err = intIn(v, 1, 100000)
-	case "tx_size":
-		s.txSize, err = intIn(v, 1, 1000)
-	case "max_retries":
-		s.maxRetries, err = intIn(v, 1, 100)
-	case "workers":
-		s.workers, err = intIn(v, 1, 1000)
-	case "payment_minutes":
-		s.paymentMinutes, err = intIn(v, 1, 1440)
-	case "scan_interval":
-		s.scanInterval, err = durationIn(v, time.Second, 24*time.Hour)
-	case "compensation_interval":
-		s.compensationInterval, err = durationIn(v, time.Minute, 7*24*time.Hour)
-	case "queue":
-		if v == "" || len(v) > 128 {
-			return fmt.Errorf("want 1..128 characters")
-		}
-		s.queue = v
-	case "async_commit":
-		b, perr := strconv.ParseBool(v)
-		if perr != nil {
-			return fmt.Errorf("want true or false")
-		}
-		s.asyncCommit = b
-	case "webhook_url":
-		if v != "" {
-			u, perr := url.Parse(v)
-			if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("want an http(s) URL")
-			}
-		}
-		s.webhookURL = v
+func queueName(v string) error {
+	if v == "" || len(v) > 128 {
+		return errors.New("1 to 128 characters")
 	}
-	return err
-}
-
-func intIn(v string, lo, hi int) (int, error) {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("want an integer")
-	}
-	if n < lo || n > hi {
-		return 0, fmt.Errorf("want %d..%d", lo, hi)
-	}
-	return n, nil
-}
-
-func durationIn(v string, lo, hi time.Duration) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("want a duration such as 30s")
-	}
-	if d < lo || d > hi {
-		return 0, fmt.Errorf("want %s..%s", lo, hi)
-	}
-	return d, nil
+	return nil
 }

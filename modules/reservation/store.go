@@ -1,7 +1,6 @@
 package reservation
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -9,53 +8,15 @@ import (
 	"github.com/keelwork/keel/keeltype"
 )
 
-// Arrays go to PostgreSQL as arrays and to SQLite as JSON text read with
-// json_each; the statements of each dialect are written for its form.
+// Lists are keelsql Arrays: native arrays on PostgreSQL, JSON text read
+// with json_each on SQLite; the statements of each dialect are written for
+// its form.
 
-func (m *Module[TTx]) int64s(v []int64) any {
-	if m.pg {
-		if v == nil {
-			v = []int64{}
-		}
-		return v
-	}
-	return jsonArray(v)
-}
+func (m *Module[TTx]) int64s(v []int64) any { return keelsql.ArrayOf(v) }
 
-func (m *Module[TTx]) strs(v []string) any {
-	if m.pg {
-		if v == nil {
-			v = []string{}
-		}
-		return v
-	}
-	return jsonArray(v)
-}
+func (m *Module[TTx]) strs(v []string) any { return keelsql.ArrayOf(v) }
 
-func (m *Module[TTx]) times(v []time.Time) any {
-	if m.pg {
-		if v == nil {
-			v = []time.Time{}
-		}
-		return v
-	}
-	micros := make([]int64, len(v))
-	for i, t := range v {
-		micros[i] = t.UnixMicro()
-	}
-	return jsonArray(micros)
-}
-
-func jsonArray[T any](v []T) string {
-	if len(v) == 0 {
-		return "[]"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // slices of numbers, strings: cannot fail
-	}
-	return string(b)
-}
+func (m *Module[TTx]) times(v []time.Time) any { return keelsql.ArrayOf(v) }
 
 // sql returns the dialect's statement by name.
 func (m *Module[TTx]) sql(name string) string { return m.q.Get(name) }

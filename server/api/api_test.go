@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/servertest"
@@ -163,11 +163,11 @@ func urlq(s string) string {
 func snapshot(t *testing.T, e *servertest.Env) string {
 	t.Helper()
 	ctx := context.Background()
-	audit, err := e.Engine.AuditList(ctx, &keeldriver.AuditListParams{Limit: 10000})
+	audit, err := e.Engine.AuditList(ctx, &keel.AuditListParams{Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := e.Engine.JobList(ctx, &keeldriver.JobListParams{Limit: 10000})
+	jobs, err := e.Engine.JobList(ctx, &keel.JobListParams{Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}

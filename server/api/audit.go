@@ -8,20 +8,19 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/server/auth"
 )
 
 // auditList: GET /audit?actor=&action=&target=&since=&until=&cursor=&limit=,
 // newest first; action is a prefix ("queue.").
 func (h *Handler) auditList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := &query{r: r}
-	q.known("actor", "action", "target", "since", "until", "cursor", "limit")
-	p := &keeldriver.AuditListParams{Actor: q.text("actor", 200), Action: q.text("action", 200),
+	q := newQuery(r, "actor", "action", "target", "since", "until", "after", "cursor", "limit")
+	p := &keel.AuditListParams{Actor: q.text("actor", 200), Action: q.text("action", 200),
 		Target: q.text("target", 300), Since: q.time("since"), Until: q.time("until"), BeforeID: q.idCursor("a"),
 		Limit: q.limit() + 1}
-	if q.err != nil {
-		return 0, nil, q.err
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	rows, err := h.engine.AuditList(r.Context(), p)
 	if err != nil {
@@ -60,11 +59,10 @@ func (h *Handler) tokenStore() (*auth.Store, error) {
 }
 
 func (h *Handler) tokenList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := &query{r: r}
-	q.known("cursor", "limit")
+	q := newQuery(r, "after", "cursor", "limit")
 	after, limit := q.idCursor("t"), q.limit()
-	if q.err != nil {
-		return 0, nil, q.err
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	st, err := h.tokenStore()
 	if err != nil {
@@ -98,9 +96,14 @@ func (h *Handler) tokenCreate(w http.ResponseWriter, r *http.Request) (int, any,
 	}
 	role, err := auth.ParseRole(body.Role)
 	if err != nil {
+		return 0, nil, Errorf(CodeInvalidArgument, "role must be viewer, operator or admin")
+	}
+	name, err := web.Name("name", body.Name, 100)
+	if err != nil {
 		return 0, nil, err
 	}
-	if err := checkReason(body.Reason); err != nil {
+	reason, err := web.Reason(body.Reason, false)
+	if err != nil {
 		return 0, nil, err
 	}
 	st, err := h.tokenStore()
@@ -108,7 +111,7 @@ func (h *Handler) tokenCreate(w http.ResponseWriter, r *http.Request) (int, any,
 		return 0, nil, err
 	}
 	ctx := r.Context()
-	secret, t, err := st.CreateToken(ctx, body.Name, role, keel.ActorFrom(ctx), body.Reason)
+	secret, t, err := st.CreateToken(ctx, name, role, keel.ActorFrom(ctx), reason)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
@@ -122,7 +122,7 @@ func TestBatchControl(t *testing.T) {
 			t.Fatalf("unprocessed items: %s", mustJSON(items))
 		}
 
-		audit, err := e.Engine.AuditList(ctx, &keeldriver.AuditListParams{Target: "batch:" + strconv.FormatInt(id, 10), Limit: 100})
+		audit, err := e.Engine.AuditList(ctx, &keel.AuditListParams{Target: "batch:" + strconv.FormatInt(id, 10), Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

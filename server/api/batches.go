@@ -8,13 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 )
 
 // Batch is a bulk task as the API shows it: its definition, counters per
@@ -197,9 +196,8 @@ func ValidBatchOutcome(o keeltype.BatchOutcome) bool {
 
 // batchList: GET /batches?state=&kind=&cursor=&limit=, newest first.
 func (h *Handler) batchList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := &query{r: r}
-	q.known("state", "kind", "cursor", "limit")
-	p := &keeldriver.BatchListParams{BeforeID: q.idCursor("b"), Limit: q.limit()}
+	q := newQuery(r, "state", "kind", "after", "cursor", "limit")
+	p := &keel.BatchListParams{BeforeID: q.idCursor("b"), Limit: q.limit()}
 	if kinds := q.names("kind"); len(kinds) > 1 {
 		q.fail(CodeInvalidArgument, "kind takes one name")
 	} else if len(kinds) == 1 {
@@ -212,8 +210,8 @@ func (h *Handler) batchList(_ http.ResponseWriter, r *http.Request) (int, any, e
 		}
 		p.States = append(p.States, st)
 	}
-	if q.err != nil {
-		return 0, nil, q.err
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	limit := p.Limit
 	p.Limit++
@@ -264,10 +262,9 @@ func (h *Handler) batchGet(_ http.ResponseWriter, r *http.Request) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	q := &query{r: r}
-	q.known()
-	if q.err != nil {
-		return 0, nil, q.err
+	q := newQuery(r)
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	return ok(BatchDetail(r.Context(), h.engine, id))
 }
@@ -279,10 +276,9 @@ func (h *Handler) batchItems(_ http.ResponseWriter, r *http.Request) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	q := &query{r: r}
-	q.known("outcome", "subject", "text", "cursor", "limit")
+	q := newQuery(r, "outcome", "subject", "text", "after", "cursor", "limit")
 	after, _ := q.cursor("i")
-	p := &keeldriver.BatchItemsParams{BatchID: id, AfterSubject: after, Subject: q.text("subject", 512),
+	p := &keel.BatchItemsParams{BatchID: id, AfterSubject: after, Subject: q.text("subject", 512),
 		Text: q.text("text", 200), Limit: q.limit() + 1}
 	if o := q.r.URL.Query().Get("outcome"); o != "" {
 		if !ValidBatchOutcome(keeltype.BatchOutcome(o)) {
@@ -290,8 +286,8 @@ func (h *Handler) batchItems(_ http.ResponseWriter, r *http.Request) (int, any, 
 		}
 		p.Outcome = keeltype.BatchOutcome(o)
 	}
-	if q.err != nil {
-		return 0, nil, q.err
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	if _, err := h.engine.BatchGet(r.Context(), id); err != nil {
 		return 0, nil, err
@@ -318,14 +314,7 @@ func readBatchReason(w http.ResponseWriter, r *http.Request) (string, error) {
 	if err := decodeBody(w, r, &b, false); err != nil {
 		return "", err
 	}
-	if err := checkReason(b.Reason); err != nil {
-		return "", err
-	}
-	reason := strings.TrimSpace(b.Reason)
-	if utf8.RuneCountInString(reason) < keel.MinBatchReasonRunes {
-		return "", Errorf(CodeInvalidArgument, "reason must be at least %d characters", keel.MinBatchReasonRunes)
-	}
-	return reason, nil
+	return web.Reason(b.Reason, true)
 }
 
 func (h *Handler) batchAction(w http.ResponseWriter, r *http.Request,

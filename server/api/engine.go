@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -14,7 +13,7 @@ import (
 // transaction type.
 type Engine interface {
 	JobGet(ctx context.Context, id int64) (*keeltype.JobRow, error)
-	JobList(ctx context.Context, params *keeldriver.JobListParams) ([]*keeltype.JobRow, error)
+	JobList(ctx context.Context, params *keel.JobListParams) ([]*keeltype.JobRow, error)
 	JobFinalizedCounts(ctx context.Context, since, until time.Time) (map[keeltype.JobState]int64, error)
 	JobCancel(ctx context.Context, id int64, reason string) (*keeltype.JobRow, error)
 	JobRetry(ctx context.Context, id int64, reason string) (*keeltype.JobRow, error)
@@ -30,22 +29,22 @@ type Engine interface {
 	FlowLimitSet(ctx context.Context, l *keeltype.FlowLimit, reason string) (*keeltype.FlowLimit, error)
 	FlowLimitDelete(ctx context.Context, pattern, queue, reason string) error
 	FlowKeyGet(ctx context.Context, key string) (*keeltype.FlowKeyRow, error)
-	FlowKeyList(ctx context.Context, params *keeldriver.FlowKeyListParams) ([]*keeltype.FlowKeyRow, error)
+	FlowKeyList(ctx context.Context, params *keel.FlowKeyListParams) ([]*keeltype.FlowKeyRow, error)
 	FlowKeyStats(ctx context.Context, keys []string) ([]*keeltype.FlowKeyStats, error)
 	FlowKeyPause(ctx context.Context, key, reason string) (*keeltype.FlowKeyRow, error)
 	FlowKeyResume(ctx context.Context, key, reason string) (*keeltype.FlowKeyRow, error)
 	FlowKeyCloseBreaker(ctx context.Context, key, reason string) (*keeltype.FlowKeyRow, error)
 
-	BatchList(ctx context.Context, params *keeldriver.BatchListParams) ([]*keeltype.BatchRow, error)
+	BatchList(ctx context.Context, params *keel.BatchListParams) ([]*keeltype.BatchRow, error)
 	BatchGet(ctx context.Context, id int64) (*keeltype.BatchRow, error)
-	BatchItems(ctx context.Context, params *keeldriver.BatchItemsParams) ([]*keeltype.JobRow, error)
+	BatchItems(ctx context.Context, params *keel.BatchItemsParams) ([]*keeltype.JobRow, error)
 	BatchKeys(ctx context.Context, id int64, after string, limit int) ([]*keeltype.FlowKeyRow, error)
 	BatchPause(ctx context.Context, id int64, reason string) (*keeltype.BatchRow, error)
 	BatchResume(ctx context.Context, id int64, reason string) (*keeltype.BatchRow, error)
 	BatchTerminate(ctx context.Context, id int64, reason string) (*keeltype.BatchRow, error)
 	BatchKeyResume(ctx context.Context, id int64, key, reason string) (*keeltype.FlowKeyRow, error)
 
-	AuditList(ctx context.Context, params *keeldriver.AuditListParams) ([]*keeltype.AuditRow, error)
+	AuditList(ctx context.Context, params *keel.AuditListParams) ([]*keeltype.AuditRow, error)
 	AuditRecord(ctx context.Context, a keel.Audit) error
 }
 

@@ -7,15 +7,15 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 )
 
 func (h *Handler) limitList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := &query{r: r}
-	q.known()
-	if q.err != nil {
-		return 0, nil, q.err
+	q := newQuery(r)
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	ls, err := h.engine.FlowLimits(r.Context())
 	if err != nil {
@@ -33,8 +33,17 @@ func (h *Handler) limitSet(w http.ResponseWriter, r *http.Request) (int, any, er
 	if err := decodeBody(w, r, &body, false); err != nil {
 		return 0, nil, err
 	}
-	if err := checkReason(body.Reason); err != nil {
+	reason, err := web.Reason(body.Reason, false)
+	if err != nil {
 		return 0, nil, err
+	}
+	if body.Pattern, err = web.Pattern("pattern", body.Pattern); err != nil {
+		return 0, nil, err
+	}
+	if body.Queue != "" {
+		if _, err := web.Identifier("queue", body.Queue); err != nil {
+			return 0, nil, err
+		}
 	}
 	if body.UpdatedAt != nil || body.UpdatedBy != "" {
 		return 0, nil, Errorf(CodeInvalidArgument, "updated_at and updated_by are set by the server")
@@ -43,7 +52,7 @@ func (h *Handler) limitSet(w http.ResponseWriter, r *http.Request) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	out, err := h.engine.FlowLimitSet(r.Context(), l, body.Reason)
+	out, err := h.engine.FlowLimitSet(r.Context(), l, reason)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -61,13 +70,14 @@ func (h *Handler) limitDelete(w http.ResponseWriter, r *http.Request) (int, any,
 	if err := decodeBody(w, r, &body, false); err != nil {
 		return 0, nil, err
 	}
-	if body.Pattern == "" || len(body.Pattern) > 256 {
-		return 0, nil, Errorf(CodeInvalidArgument, "pattern must be 1..256 bytes")
-	}
-	if err := checkReason(body.Reason); err != nil {
+	if _, err := web.Pattern("pattern", body.Pattern); err != nil {
 		return 0, nil, err
 	}
-	if err := h.engine.FlowLimitDelete(r.Context(), body.Pattern, body.Queue, body.Reason); err != nil {
+	reason, err := web.Reason(body.Reason, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.engine.FlowLimitDelete(r.Context(), body.Pattern, body.Queue, reason); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
@@ -75,13 +85,12 @@ func (h *Handler) limitDelete(w http.ResponseWriter, r *http.Request) (int, any,
 
 // keyList: GET /flow/keys?prefix=&paused=&tripped=&cursor=&limit=, key order.
 func (h *Handler) keyList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := &query{r: r}
-	q.known("prefix", "paused", "tripped", "cursor", "limit")
+	q := newQuery(r, "prefix", "paused", "tripped", "after", "cursor", "limit")
 	after, _ := q.cursor("k")
-	p := &keeldriver.FlowKeyListParams{Prefix: q.text("prefix", 256), After: after,
+	p := &keel.FlowKeyListParams{Prefix: q.text("prefix", 256), After: after,
 		OnlyPaused: q.boolean("paused"), OnlyTripped: q.boolean("tripped"), Limit: q.limit() + 1}
-	if q.err != nil {
-		return 0, nil, q.err
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	rows, err := h.engine.FlowKeyList(r.Context(), p)
 	if err != nil {
@@ -100,16 +109,19 @@ func (h *Handler) keyList(_ http.ResponseWriter, r *http.Request) (int, any, err
 
 func flowKey(r *http.Request) (string, error) {
 	k, err := url.PathUnescape(chi.URLParam(r, "key"))
-	if err != nil || k == "" || len(k) > 256 {
-		return "", Errorf(CodeInvalidArgument, "flow key must be 1..256 bytes")
+	if err != nil {
+		return "", Errorf(CodeInvalidArgument, "flow key must be path-escaped text")
 	}
-	return k, nil
+	return web.Pattern("flow key", k)
 }
 
 func (h *Handler) keyGet(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	key, err := flowKey(r)
 	if err != nil {
 		return 0, nil, err
+	}
+	if q := newQuery(r); q.Err != nil {
+		return 0, nil, q.Err
 	}
 	row, err := h.engine.FlowKeyGet(r.Context(), key)
 	if err != nil {

@@ -195,7 +195,8 @@ func (h *Handler) bearer(r *http.Request) (*auth.Principal, error) {
 	if !ok || h.store == nil {
 		return nil, auth.ErrUnauthenticated
 	}
-	return h.store.Authenticate(r.Context(), strings.TrimSpace(token))
+	p, err := h.store.Authenticate(r.Context(), strings.TrimSpace(token))
+	return p, RejectedToken(err)
 }
 
 type principalKey struct{}
@@ -241,6 +242,9 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func (h *Handler) me(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	if q := newQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	p := PrincipalFrom(r.Context())
 	return http.StatusOK, &Me{Name: p.Name, Role: p.Role.String()}, nil
 }

@@ -6,15 +6,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 )
 
 // jobList: GET /jobs?state=&kind=&queue=&flow_key=&cursor=&limit=, newest first.
 func (h *Handler) jobList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := &query{r: r}
-	q.known("state", "kind", "queue", "flow_key", "cursor", "limit")
-	p := &keeldriver.JobListParams{Kinds: q.names("kind"), Queues: q.names("queue"),
+	q := newQuery(r, "state", "kind", "queue", "flow_key", "after", "cursor", "limit")
+	p := &keel.JobListParams{Kinds: q.names("kind"), Queues: q.names("queue"),
 		FlowKey: q.text("flow_key", 256), BeforeID: q.idCursor("j"), Desc: true, Limit: q.limit()}
 	for _, s := range q.names("state") {
 		st := keeltype.JobState(s)
@@ -23,8 +22,8 @@ func (h *Handler) jobList(_ http.ResponseWriter, r *http.Request) (int, any, err
 		}
 		p.States = append(p.States, st)
 	}
-	if q.err != nil {
-		return 0, nil, q.err
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	limit := p.Limit
 	p.Limit++
@@ -47,6 +46,9 @@ func (h *Handler) jobGet(_ http.ResponseWriter, r *http.Request) (int, any, erro
 	id, err := pathID(r, chi.URLParam(r, "id"))
 	if err != nil {
 		return 0, nil, err
+	}
+	if q := newQuery(r); q.Err != nil {
+		return 0, nil, q.Err
 	}
 	row, err := h.engine.JobGet(r.Context(), id)
 	return ok(jobOrNil(row), err)

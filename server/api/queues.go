@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 )
 
 // Queues merges the persisted queue rows with live depth, by name. Every
@@ -48,21 +49,16 @@ func Queues(ctx context.Context, e Engine) ([]*Queue, error) {
 }
 
 func (h *Handler) queueList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := &query{r: r}
-	q.known()
-	if q.err != nil {
-		return 0, nil, q.err
+	q := newQuery(r)
+	if q.Err != nil {
+		return 0, nil, q.Err
 	}
 	qs, err := Queues(r.Context(), h.engine)
 	return ok(&Page[*Queue]{Data: qs}, err)
 }
 
 func queueName(r *http.Request) (string, error) {
-	name := chi.URLParam(r, "name")
-	if !namePattern.MatchString(name) {
-		return "", Errorf(CodeInvalidArgument, "queue name must be 1-128 of A-Z a-z 0-9 _ . : -")
-	}
-	return name, nil
+	return web.Identifier("queue name", chi.URLParam(r, "name"))
 }
 
 func (h *Handler) queuePause(w http.ResponseWriter, r *http.Request) (int, any, error) {

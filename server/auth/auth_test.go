@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/servertest"
@@ -60,7 +60,7 @@ func TestTokensAndSessions(t *testing.T) {
 			t.Fatalf("list: %d %v", len(list), err)
 		}
 		target := "token:" + strconv.FormatInt(tok.ID, 10)
-		rows, err := e.Engine.AuditList(ctx, &keeldriver.AuditListParams{Target: target, Limit: 10})
+		rows, err := e.Engine.AuditList(ctx, &keel.AuditListParams{Target: target, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/server/api"
 )
@@ -28,7 +27,7 @@ var allBatchStates = []keeltype.BatchState{keeltype.BatchQueued, keeltype.BatchR
 func (c *Console) batches(w http.ResponseWriter, r *http.Request, v *view) error {
 	q := r.URL.Query()
 	d := &batchesData{States: allBatchStates, State: q.Get("state")}
-	p := &keeldriver.BatchListParams{Limit: pageSize + 1}
+	p := &keel.BatchListParams{Limit: pageSize + 1}
 	if d.State != "" {
 		if !api.ValidBatchState(keeltype.BatchState(d.State)) {
 			return badInput("unknown state %q", d.State)
@@ -93,7 +92,7 @@ func (c *Console) batch(w http.ResponseWriter, r *http.Request, v *view) error {
 		d.ETA = (time.Duration(d.Batch.Progress.ETASeconds) * time.Second).String()
 	}
 	d.Unsettle = d.Batch.Progress.Total - d.Batch.Progress.Done
-	rows, err := c.cfg.Engine.BatchItems(r.Context(), &keeldriver.BatchItemsParams{BatchID: id, AfterSubject: after,
+	rows, err := c.cfg.Engine.BatchItems(r.Context(), &keel.BatchItemsParams{BatchID: id, AfterSubject: after,
 		Outcome: keeltype.BatchOutcome(d.Outcome), Subject: d.Subject, Text: d.Text, Limit: pageSize + 1})
 	if err != nil {
 		return err

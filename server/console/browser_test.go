@@ -9,8 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/servertest"
 )
@@ -120,7 +120,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if b.State != "running" && b.State != "queued" {
 		t.Errorf("batch state after resume: %s", b.State)
 	}
-	audit, err := e.Engine.AuditList(ctx, &keeldriver.AuditListParams{Target: "batch:" + strconv.FormatInt(batchID, 10), Limit: 50})
+	audit, err := e.Engine.AuditList(ctx, &keel.AuditListParams{Target: "batch:" + strconv.FormatInt(batchID, 10), Limit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/server/api"
 )
@@ -34,11 +34,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) erro
 		return err
 	}
 	d := &overviewData{Samples: c.sampler.snapshot(), Queues: qs}
-	tripped, err := c.cfg.Engine.FlowKeyList(ctx, &keeldriver.FlowKeyListParams{OnlyTripped: true, Limit: 20})
+	tripped, err := c.cfg.Engine.FlowKeyList(ctx, &keel.FlowKeyListParams{OnlyTripped: true, Limit: 20})
 	if err != nil {
 		return err
 	}
-	paused, err := c.cfg.Engine.FlowKeyList(ctx, &keeldriver.FlowKeyListParams{OnlyPaused: true, Limit: 20})
+	paused, err := c.cfg.Engine.FlowKeyList(ctx, &keel.FlowKeyListParams{OnlyPaused: true, Limit: 20})
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ type jobsData struct {
 func (c *Console) jobs(w http.ResponseWriter, r *http.Request, v *view) error {
 	q := r.URL.Query()
 	d := &jobsData{States: keeltype.AllJobStates, State: q.Get("state"), Kind: q.Get("kind"), Queue: q.Get("queue"), FlowKey: q.Get("flow_key")}
-	p := &keeldriver.JobListParams{Desc: true, Limit: pageSize + 1, FlowKey: d.FlowKey}
+	p := &keel.JobListParams{Desc: true, Limit: pageSize + 1, FlowKey: d.FlowKey}
 	if d.State != "" {
 		if !keeltype.JobState(d.State).Valid() {
 			return badInput("unknown state %q", d.State)
@@ -227,7 +227,7 @@ func (c *Console) keys(w http.ResponseWriter, r *http.Request, v *view) error {
 	if len(d.Prefix) > 256 || len(q.Get("after")) > 256 {
 		return badInput("prefix longer than 256 bytes")
 	}
-	rows, err := c.cfg.Engine.FlowKeyList(r.Context(), &keeldriver.FlowKeyListParams{Prefix: d.Prefix, After: q.Get("after"),
+	rows, err := c.cfg.Engine.FlowKeyList(r.Context(), &keel.FlowKeyListParams{Prefix: d.Prefix, After: q.Get("after"),
 		OnlyPaused: d.Paused, OnlyTripped: d.Tripped, Limit: pageSize + 1})
 	if err != nil {
 		return err
@@ -363,7 +363,7 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request, v *view) error {
 	if len(d.Actor) > 200 || len(d.Action) > 200 || len(d.Target) > 300 {
 		return badInput("filters are too long")
 	}
-	p := &keeldriver.AuditListParams{Actor: d.Actor, Action: d.Action, Target: d.Target, Limit: pageSize + 1}
+	p := &keel.AuditListParams{Actor: d.Actor, Action: d.Action, Target: d.Target, Limit: pageSize + 1}
 	if b := q.Get("before"); b != "" {
 		id, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || id < 1 {

@@ -3,11 +3,11 @@ package servertest
 import (
 	"html/template"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
 // Probe is a minimal module mounted in every Env, so that the server's
@@ -40,9 +40,12 @@ func (Probe) Nav() []module.NavItem {
 }
 
 func probeGet(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := strconv.Atoi(r.PathValue("id"))
-	if err != nil || id < 1 {
-		return 0, nil, module.Invalid("id must be a positive integer, got %q", r.PathValue("id"))
+	if q := web.NewQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
+	id, err := web.PathID(r, "id")
+	if err != nil {
+		return 0, nil, err
 	}
 	if id > 100 {
 		return 0, nil, module.Errorf(http.StatusNotFound, "probe_thing_not_found", "no thing %d", id)
@@ -57,10 +60,11 @@ func probeCreate(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	if err := module.Decode(w, r, &body); err != nil {
 		return 0, nil, err
 	}
-	if body.Name == "" {
-		return 0, nil, module.Invalid("name is required")
+	name, err := web.Name("name", body.Name, 100)
+	if err != nil {
+		return 0, nil, err
 	}
-	return http.StatusCreated, map[string]string{"name": body.Name}, nil
+	return http.StatusCreated, map[string]string{"name": name}, nil
 }
 
 var probeTmpl = template.Must(template.New("probe").Parse(

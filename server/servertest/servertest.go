@@ -36,6 +36,8 @@ type Env struct {
 	// CreateBatch creates a batch of n items (subjects "s001"…, keys
 	// app:1..3) over a test table through preview → create, as actor.
 	CreateBatch func(ctx context.Context, actor, reason string, n int) (int64, error)
+	// Digest digests every table (see Digest).
+	Digest func() string
 }
 
 var lines = &testdb.Options{Lines: migration.Lines}
@@ -96,6 +98,7 @@ func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql
 			}
 			return res.Job.ID, nil
 		}}
+	e.Digest = Digest(t, db, d.Dialect())
 	items := &itemTable{db: db}
 	e.CreateBatch = func(ctx context.Context, actor, reason string, n int) (int64, error) {
 		return items.createBatch(ctx, clientOf[TTx]{client}, actor, reason, n)

@@ -15,6 +15,11 @@
 // filter: the list, its count, a requeue task's preview and its snapshot)
 // is written once and cannot drift between them.
 //
+// The engine's drivers and the business modules load their statements with
+// it alike; a module calls Load from its constructor and returns the error
+// (MustLoad is for a driver's package initialisation, where a bad embedded
+// file is a build defect its tests catch).
+//
 // Written by hand because the generator we would otherwise use (sqlc) cannot
 // target both pgx and modernc SQLite from one configuration; the format is
 // the same one sqlc reads, so moving to it later needs no SQL changes.

@@ -24,7 +24,9 @@ func BenchRelease[TTx any](ctx context.Context, db keelsql.DB[TTx], client *keel
 	if err != nil {
 		return 0, err
 	}
-	m.client.Store(client)
+	if err := m.client.Bind(client); err != nil {
+		return 0, err
+	}
 	if err := m.benchLoad(ctx, total, due); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,2 @@
+// Package keel stands for the engine's public root.
+package keel

@@ -1,0 +1,3 @@
+module github.com/keelwork/keel
+
+go 1.22

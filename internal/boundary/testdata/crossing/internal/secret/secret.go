@@ -1,0 +1,2 @@
+// Package secret stands for the real package of that path.
+package secret

@@ -1,0 +1,2 @@
+// Package keeldriver stands for the real package of that path.
+package keeldriver

@@ -1,0 +1,2 @@
+// Package keelpgx stands for the real package of that path.
+package keelpgx

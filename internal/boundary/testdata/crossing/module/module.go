@@ -1,0 +1,2 @@
+// Package module stands for the real package of that path.
+package module

@@ -1,0 +1,2 @@
+// Package sub stands for the real package of that path.
+package sub

@@ -1,0 +1,2 @@
+// Package other stands for the real package of that path.
+package other
