@@ -48,10 +48,11 @@ func (p *applier[TTx]) conclude(a *attempt, o outcome) {
 	if !a.settle() {
 		return
 	}
-	if a.holdsSlotFor(o) {
-		a.holdFailure(p.gate)
-	} else {
-		a.freeSlot()
+	if a.batch {
+		a.holdOutcome(p.gate)
+	}
+	if !a.holdsSlotFor(o) {
+		a.freeSlotOnly()
 	}
 	o.ID, o.Token = a.recordID, a.token
 	if o.Event.Conn == "" {

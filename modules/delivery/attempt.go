@@ -44,8 +44,9 @@ type attempt struct {
 	outcome finished      // the applied outcome (set before it is delivered)
 	release func()        // frees the window slot (once)
 	relOnce sync.Once
-	// key and gate: a failure held for counting (holdsSlotFor) is pending
-	// in gate under key until the slot is freed.
+	// key and gate: a task item's outcome is pending in gate under key
+	// from its conclusion until it is counted (settled), so that the
+	// key's next write waits for it and outcomes count in their order.
 	key      string
 	gate     *keyGate
 	released bool
@@ -65,24 +66,25 @@ func newAttempt(recordID int64, token string, jobID int64) *attempt {
 	return &attempt{recordID: recordID, token: token, jobID: jobID, done: make(chan finished, 1)}
 }
 
+// freeSlot frees the window slot and ends the outcome's wait in the gate
+// (each once).
 func (a *attempt) freeSlot() {
+	a.freeSlotOnly()
+	a.gateDone()
+}
+
+// freeSlotOnly frees the window slot; the outcome stays pending in the gate.
+func (a *attempt) freeSlotOnly() {
 	a.relOnce.Do(func() {
-		a.mu.Lock()
-		a.released = true
-		g := a.gate
-		a.mu.Unlock()
 		if a.release != nil {
 			a.release()
-		}
-		if g != nil {
-			g.done(a.key)
 		}
 	})
 }
 
-// holdFailure marks the attempt's failure pending in g until its slot is
-// freed (after the settle counted it).
-func (a *attempt) holdFailure(g *keyGate) {
+// holdOutcome marks the attempt's outcome pending in g (under its key)
+// until gateDone: the next write of the key waits for it to be counted.
+func (a *attempt) holdOutcome(g *keyGate) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.released || a.gate != nil || g == nil || a.key == "" {
@@ -90,6 +92,16 @@ func (a *attempt) holdFailure(g *keyGate) {
 	}
 	a.gate = g
 	g.add(a.key)
+}
+
+func (a *attempt) gateDone() {
+	a.mu.Lock()
+	g := a.gate
+	a.gate, a.released = nil, true
+	a.mu.Unlock()
+	if g != nil {
+		g.done(a.key)
+	}
 }
 
 // settle marks the attempt concluded; false when it was already.

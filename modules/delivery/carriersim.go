@@ -2,11 +2,13 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery/cmpp"
 )
 
@@ -23,6 +25,7 @@ import (
 //	carrier_sim_delay    report delay range, e.g. 1s-5s (default 1s-5s)
 //	carrier_sim_mix      report stats by weight, e.g. DELIVRD:90/UNDELIV:6/EXPIRED:4 (the default)
 type simSettings struct {
+	On                    bool
 	Addr, Account, Secret string
 	MinDelay, MaxDelay    time.Duration
 	Mix                   map[string]int
@@ -33,25 +36,25 @@ const (
 	defaultSimSecret  = "keel-carrier-sim"
 )
 
-// parseSimSettings reads the simulator's settings; ok=false when none runs.
-func parseSimSettings(m map[string]string) (s simSettings, ok bool, err error) {
-	get := func(k string) string { return strings.TrimSpace(m["delivery."+k]) }
-	s.Addr = get("carrier_sim")
-	if s.Addr == "" || s.Addr == "off" {
-		return s, false, nil
-	}
-	s.Account, s.Secret = get("carrier_sim_account"), get("carrier_sim_secret")
-	if s.Account == "" {
-		s.Account = defaultSimAccount
-	}
-	if len(s.Account) > 6 {
-		return s, false, fmt.Errorf("delivery.carrier_sim_account %q: a CMPP account is 1 to 6 characters", s.Account)
-	}
-	if s.Secret == "" {
-		s.Secret = defaultSimSecret
-	}
-	s.MinDelay, s.MaxDelay = time.Second, 5*time.Second
-	if v := get("carrier_sim_delay"); v != "" {
+// readSimSettings reads the simulator's settings (On=false: none runs);
+// a bad value is refused through r, with the other settings.
+func readSimSettings(r *module.Settings) simSettings {
+	s := simSettings{MinDelay: time.Second, MaxDelay: 5 * time.Second}
+	s.Addr = r.String("carrier_sim", "", nil)
+	s.On = s.Addr != "" && s.Addr != "off"
+	s.Account = r.String("carrier_sim_account", defaultSimAccount, func(v string) error {
+		if len(v) < 1 || len(v) > 6 {
+			return errors.New("a CMPP account of 1 to 6 characters")
+		}
+		return nil
+	})
+	s.Secret = r.String("carrier_sim_secret", defaultSimSecret, func(v string) error {
+		if v == "" {
+			return errors.New("a secret")
+		}
+		return nil
+	})
+	r.String("carrier_sim_delay", "", func(v string) error {
 		lo, hi, found := strings.Cut(v, "-")
 		if !found {
 			hi = lo
@@ -59,23 +62,25 @@ func parseSimSettings(m map[string]string) (s simSettings, ok bool, err error) {
 		a, err1 := time.ParseDuration(strings.TrimSpace(lo))
 		b, err2 := time.ParseDuration(strings.TrimSpace(hi))
 		if err1 != nil || err2 != nil || a < 0 || b < a {
-			return s, false, fmt.Errorf("delivery.carrier_sim_delay %q: want MIN-MAX durations, e.g. 1s-5s", v)
+			return errors.New("MIN-MAX durations, e.g. 1s-5s")
 		}
 		s.MinDelay, s.MaxDelay = a, b
-	}
-	if v := get("carrier_sim_mix"); v != "" {
-		s.Mix = map[string]int{}
+		return nil
+	})
+	r.String("carrier_sim_mix", "", func(v string) error {
+		mix := map[string]int{}
 		for _, part := range strings.Split(v, "/") {
 			stat, w, found := strings.Cut(strings.TrimSpace(part), ":")
 			n, err := strconv.Atoi(w)
 			if !found || err != nil || n < 0 || !knownStat(stat) {
-				return s, false, fmt.Errorf("delivery.carrier_sim_mix %q: want STAT:WEIGHT/…, stats %s, %s or %s",
-					v, cmpp.StatDelivered, cmpp.StatUndeliv, cmpp.StatExpired)
+				return fmt.Errorf("STAT:WEIGHT/…, stats %s, %s or %s", cmpp.StatDelivered, cmpp.StatUndeliv, cmpp.StatExpired)
 			}
-			s.Mix[stat] = n
+			mix[stat] = n
 		}
-	}
-	return s, true, nil
+		s.Mix = mix
+		return nil
+	})
+	return s
 }
 
 func knownStat(s string) bool {
@@ -85,9 +90,9 @@ func knownStat(s string) bool {
 // startCarrierSim runs the configured simulator until ctx ends, and links
 // the upstream to it when no carrier is configured.
 func (m *Module[TTx]) startCarrierSim(ctx context.Context) error {
-	s, ok, err := parseSimSettings(m.h.Settings)
-	if err != nil || !ok {
-		return err
+	s := m.set.Sim
+	if !s.On {
+		return nil
 	}
 	car, err := newCarrier(carrierConfig{Addr: s.Addr, Account: s.Account, Secret: s.Secret,
 		MinDelay: s.MinDelay, MaxDelay: s.MaxDelay, Mix: s.Mix, Logger: m.log})

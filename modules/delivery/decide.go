@@ -50,6 +50,11 @@ type verdict struct {
 // job's (same send token); ok=false when the job has no attempt to answer
 // for (the attempt was reverted, or none was made).
 func ownVerdict(r *Record, at time.Time) (verdict, bool) {
+	if r.ConnID == "" {
+		// Reverted (RecordRevert clears the connection): nothing was
+		// written, the record is back in its previous status.
+		return verdict{}, false
+	}
 	switch r.Status {
 	case StatusAwaitingACK:
 		if r.AckDeadline != nil && !at.Before(*r.AckDeadline) {

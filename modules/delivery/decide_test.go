@@ -19,7 +19,7 @@ func TestDecideItem(t *testing.T) {
 	past := now.Add(-time.Second)
 	rec := func(st Status, mod func(*Record)) *Record {
 		r := &Record{ID: 9, Kind: KindReport, AppID: 1, SubmitID: &sub, Payload: []byte(`{}`), Status: st, Version: 4,
-			CreatedAt: snap.Add(-time.Hour)}
+			CreatedAt: snap.Add(-time.Hour), ConnID: "c1"}
 		if mod != nil {
 			mod(r)
 		}
@@ -57,7 +57,12 @@ func TestDecideItem(t *testing.T) {
 		"own attempt past deadline":  {rec(StatusAwaitingACK, func(r *Record) { r.SendToken, r.AckDeadline = tokenOf(job), &past }), app, args(StatusFailed), vTimeoutOwn, ""},
 		"own attempt delivered":      {rec(StatusDelivered, func(r *Record) { r.SendToken = tokenOf(job) }), app, args(StatusFailed), vSucceed, ""},
 		"own attempt rejected":       {rec(StatusRejected, func(r *Record) { r.SendToken, r.LastErrorClass = tokenOf(job), ClassAckRejected }), app, args(StatusFailed), vFail, ""},
-		"own attempt reverted":       {rec(StatusFailed, func(r *Record) { r.SendToken, r.PrevStatus = tokenOf(job), StatusFailed; r.Status = StatusPending }), app, args(StatusFailed), vSend, ""},
+		"own attempt reverted": {rec(StatusFailed, func(r *Record) {
+			r.SendToken, r.PrevStatus = tokenOf(job), StatusFailed
+			r.Status = StatusPending
+			r.ConnID = ""
+		}), app, args(StatusFailed), vSend, ""},
+		"own attempt reverted, back to unconfirmed": {rec(StatusUnconfirmed, func(r *Record) { r.SendToken, r.ConnID = tokenOf(job), "" }), app, args(StatusUnconfirmed), vSend, ""},
 	} {
 		v := decideItem(c.r, c.app, c.args, job, batch, now)
 		if v.kind != c.kind || v.code != c.code {
@@ -87,7 +92,7 @@ func TestDecidePush(t *testing.T) {
 	if v := decidePush(r, app, 5, now); v.kind != vSkip || v.code != SkipHandledElsewhere {
 		t.Fatalf("awaiting another attempt: %+v", v)
 	}
-	r.Status, r.SendToken = StatusDelivered, tokenOf(5)
+	r.Status, r.SendToken, r.ConnID = StatusDelivered, tokenOf(5), "c1"
 	if v := decidePush(r, app, 5, now); v.kind != vSucceed {
 		t.Fatalf("own delivered: %+v", v)
 	}

@@ -81,6 +81,17 @@ func TestDRQ007(t *testing.T) {
 		k, err := i.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+a.FlowKey())
 		return err == nil && k.PausedAt != nil
 	}
+	defer func() {
+		if t.Failed() {
+			for _, a := range []*Application{f, s, h, g, q, r} {
+				k, _ := i.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+a.FlowKey())
+				if k != nil {
+					t.Logf("%s: paused=%v failures=%d last=%q", a.Name, k.PausedAt != nil, k.ConsecutiveFailures, k.LastError)
+				}
+			}
+			dumpTask(t, i, task.ID)
+		}
+	}()
 	waitFor(t, 30*time.Second, "the failing applications to pause and the others to finish", func() bool {
 		return pausedKey(f) && pausedKey(s) && pausedKey(h) && pausedKey(q) &&
 			itemsDone(t, i, task.ID, r) && itemsDone(t, i, task.ID, g)
@@ -352,11 +363,11 @@ func TestDRQ011(t *testing.T) {
 	seen := map[int64]bool{}
 	before := 0
 	for pages := 0; ; pages++ {
-		url := PathTasks + "?limit=10"
-		if before != 0 { // the first page names no cursor
-			url += fmt.Sprintf("&before=%d", before)
+		page := PathTasks + "?limit=10"
+		if before != 0 {
+			page += fmt.Sprintf("&before=%d", before)
 		}
-		_, body, err := callRoute(t, io.m.apiTasks, "GET", url, "")
+		_, body, err := callRoute(t, io.m.apiTasks, "GET", page, "")
 		if err != nil {
 			t.Fatal(err)
 		}

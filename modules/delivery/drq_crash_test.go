@@ -238,7 +238,7 @@ func TestDRQ009AckedInFlightAtKill(t *testing.T) {
 	task := createTask(t, io, Filter{AppID: app.ID}, CreateTaskRequest{Rate: 20, AutoPause: 2})
 	log := &deliverLog{}
 	var mu sync.Mutex
-	delay := 1500 * time.Millisecond
+	delay := 3 * time.Second
 	policy := func(d *delivered) ackAction {
 		log.add(d)
 		mu.Lock()
@@ -246,13 +246,16 @@ func TestDRQ009AckedInFlightAtKill(t *testing.T) {
 		return ackAction{Delay: delay}
 	}
 	dial := func(c *child) *customerSim {
-		cs, err := dialCustomer(c.addr, app.Account, app.Secret, gocmpp.V30, policy, nil)
-		if err != nil {
-			t.Fatalf("customer: %v", err)
-		}
+		// The instance may not have read the application yet.
+		var cs *customerSim
+		waitFor(t, 10*time.Second, "the customer to log in", func() bool {
+			var err error
+			cs, err = dialCustomer(c.addr, app.Account, app.Secret, gocmpp.V30, policy, nil)
+			return err == nil
+		})
 		return cs
 	}
-	settings := []string{"window=8", "ack_timeout=3s"}
+	settings := []string{"window=8", "ack_timeout=5s"}
 	c1 := startChild(t, e, "child-1", settings...)
 	dial(c1)
 	waitFor(t, 30*time.Second, "DELIVERs in flight", func() bool {
@@ -283,15 +286,20 @@ func TestDRQ009AckedInFlightAtKill(t *testing.T) {
 	var lost int64
 	for _, it := range list.Items {
 		id, _ := strconv.ParseUint(it.MsgID, 10, 64)
-		if sent[id] != 1 {
+		if sent[id] > 1 {
 			t.Fatalf("record %d reached the customer %d times", it.DeliveryID, sent[id])
 		}
 		switch it.Outcome {
 		case keeltype.OutcomeSuccess:
+			if sent[id] != 1 {
+				t.Fatalf("record %d succeeded, reached the customer %d times", it.DeliveryID, sent[id])
+			}
 		case keeltype.OutcomeFailed:
+			// Claimed by the killed instance: written (received before the
+			// kill) or about to be — nobody can tell, and it is not re-sent.
 			lost++
-			if it.Reason != ClassConnLost || inFlight[id] != 1 {
-				t.Fatalf("record %d failed as %q (in flight at the kill: %v)", it.DeliveryID, it.Reason, inFlight[id] == 1)
+			if it.Reason != ClassConnLost || sent[id] != inFlight[id] {
+				t.Fatalf("record %d failed as %q, received %d times, %d before the kill", it.DeliveryID, it.Reason, sent[id], inFlight[id])
 			}
 		default:
 			t.Fatalf("record %d ended %s", it.DeliveryID, it.Outcome)

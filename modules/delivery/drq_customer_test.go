@@ -188,7 +188,7 @@ func TestDRQ006WrittenNeverQueued(t *testing.T) {
 					t.Fatalf("written record %d is %s", it.DeliveryID, r.Status)
 				}
 			} else if it.Outcome == keeltype.OutcomeFailed || it.Outcome == keeltype.OutcomeWaitingACK || it.Outcome == keeltype.OutcomeSuccess {
-				t.Fatalf("record %d never reached the customer but its item is %s", it.DeliveryID, it.Outcome)
+				t.Fatalf("record %d never reached the customer but its item is %s (%s: %s)", it.DeliveryID, it.Outcome, it.Reason, it.Error)
 			}
 		}
 		return written

@@ -86,13 +86,6 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 	if err := m.pace.wait(ctx, row.FlowKey, m.keyRate(ctx, row.FlowKey), claimed); err != nil {
 		return nil, nil, err
 	}
-	if row.BatchID != 0 {
-		// A failure of this key known before now is counted before the
-		// check, so the check sees the auto-pause it may have caused.
-		if err := m.acks.gate.wait(ctx, row.FlowKey, gateWait); err != nil {
-			return nil, nil, err
-		}
-	}
 	if err := keel.BatchCheck(ctx, r.ref); err != nil {
 		return nil, nil, err
 	}
@@ -107,10 +100,42 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("claiming record: %w", err)
 	}
+	if row.BatchID != 0 {
+		if err := m.lastCheck(ctx, r.ref, rec, token); err != nil {
+			return nil, nil, err
+		}
+	}
 	a := newAttempt(rec.ID, token, row.ID)
 	a.connID, a.batch, a.key = connID, row.BatchID != 0, row.FlowKey
 	a.outer, _ = strconv.ParseUint(rec.DeliverMsgID, 10, 64)
 	return a, rec, nil
+}
+
+// lastCheck is a task item's check right before its write, after the
+// record is claimed: every outcome of the application known here is
+// counted first (the gate), then the task's and the application's pause
+// are read; an outcome that arrived during that read sends it round again.
+// So the write follows the check by nothing but the write itself, and no
+// failure known before the write can have paused the application unseen.
+// A refusal undoes the record's claim: nothing was written.
+func (m *Module[TTx]) lastCheck(ctx context.Context, ref jobRef, rec *Record, token string) error {
+	key := rowOf(ref).FlowKey
+	for range 20 {
+		gen, err := m.acks.gate.wait(ctx, key, gateWait)
+		if err == nil {
+			err = keel.BatchCheck(ctx, ref)
+		}
+		if err != nil {
+			if _, rerr := m.st.revert(context.WithoutCancel(ctx), rec.ID, token, "not written: "+err.Error()); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		if !m.acks.gate.changed(key, gen) {
+			return nil
+		}
+	}
+	return nil
 }
 
 func (m *Module[TTx]) recordIDOf(r *pushReq) int64 {
@@ -202,6 +227,9 @@ func (m *Module[TTx]) jobOutcome(ctx context.Context, a *attempt, f finished, re
 		return errRedecide
 	}
 	if f.status == StatusDelivered {
+		// Counted by the completion the engine commits right after this
+		// returns, before this slot claims again.
+		a.gateDone()
 		rec.Status = StatusDelivered
 		return keel.RecordResult(ctx, resultOf(rec))
 	}

@@ -49,6 +49,8 @@ type settings struct {
 	// application connected to many instances; the rate still holds at
 	// the claim, the customer may see more jitter).
 	OneSender bool
+	// Sim: the carrier simulator outside the demo (carrier_sim…; carriersim.go).
+	Sim simSettings
 }
 
 func parseSettings(m map[string]string) (settings, error) {
@@ -69,11 +71,7 @@ func parseSettings(m map[string]string) (settings, error) {
 		UpstreamUser:   r.String("upstream_account", "", nil),
 		UpstreamSecret: r.String("upstream_secret", "", nil),
 		OneSender:      r.Bool("one_sender", true),
-	}
-	// The carrier simulator's settings are parsed, with their own checks,
-	// by parseSimSettings; here they are only known keys.
-	for _, k := range []string{"carrier_sim", "carrier_sim_account", "carrier_sim_secret", "carrier_sim_delay", "carrier_sim_mix"} {
-		r.String(k, "", nil)
+		Sim:            readSimSettings(r),
 	}
 	if err := r.Err(); err != nil {
 		return s, err

@@ -83,8 +83,14 @@ func recv(t *testing.T, ch chan *delivered) *delivered {
 // the configured stat, ingested, recorded and pushed to the customer.
 func TestCarrierSimOutsideDemo(t *testing.T) {
 	t.Parallel()
-	if _, _, err := parseSimSettings(map[string]string{"delivery.carrier_sim": "127.0.0.1:0", "delivery.carrier_sim_mix": "DELIVRD:x"}); err == nil {
-		t.Fatal("a bad mix was accepted")
+	for _, bad := range []map[string]string{
+		{"delivery.carrier_sim": "127.0.0.1:0", "delivery.carrier_sim_mix": "DELIVRD:x"},
+		{"delivery.carrier_sim": "127.0.0.1:0", "delivery.carrier_sim_delay": "5s-1s"},
+		{"delivery.carrier_sim": "127.0.0.1:0", "delivery.carrier_sim_account": "toolongacct"},
+	} {
+		if _, err := parseSettings(bad); err == nil {
+			t.Fatalf("%v was accepted", bad)
+		}
 	}
 	e := newEnv(t)
 	i := e.start(testSettings("carrier_sim", "127.0.0.1:0", "carrier_sim_delay", "100ms-300ms",
