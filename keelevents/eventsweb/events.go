@@ -3,6 +3,7 @@ package eventsweb
 import (
 	"encoding/json"
 	"errors"
+	"github.com/keelwork/keel/module/web"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -69,6 +70,10 @@ func eventParams(q url.Values, withState bool) (keelevents.ListParams, error) {
 }
 
 func (w *Web[TTx]) apiTopics(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	// The whole list, one row per topic or consumer: no parameters.
+	if q := web.NewQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	s, err := w.events.TopicStats(r.Context())
 	if s == nil {
 		s = []keelevents.TopicStats{}
@@ -77,6 +82,10 @@ func (w *Web[TTx]) apiTopics(_ http.ResponseWriter, r *http.Request) (int, any, 
 }
 
 func (w *Web[TTx]) apiConsumers(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	// The whole list, one row per topic or consumer: no parameters.
+	if q := web.NewQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	s, err := w.events.ConsumerStats(r.Context())
 	if s == nil {
 		s = []keelevents.ConsumerStats{}
