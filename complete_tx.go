@@ -85,8 +85,9 @@ const uncommittedSettleTimeout = 10 * time.Second
 // unknown (the connection died mid-commit): the transaction either
 // committed or it did not, and a fenced conditional update from a fresh
 // connection finds out which without a read-then-write race. It hands the
-// job back (available at once, needs_check set, the error recorded) only
-// while the job is still running at this attempt's fence; the update waits
+// job back (available at once, needs_check set, the error recorded; to an
+// operator, manual, once the attempt budget is spent) only while the job is
+// still running at this attempt's fence; the update waits
 // on the row lock while the worker's transaction is still alive, so it
 // cannot overtake a commit in flight. If the job is completed at this
 // fence, the commit landed and its reply was lost: that is a success.
@@ -107,6 +108,11 @@ func (c *Client[TTx]) afterCompleteTx(exe *execution, finish *keeldriver.JobFini
 	now := time.Now().UTC()
 	back := &keeldriver.JobFinishParams{ID: row.ID, Fence: row.Fence, State: keeltype.JobStateAvailable,
 		NeedsCheck: true, Error: attemptError(row, keeltype.ErrorClassUnknown, workerErr, now)}
+	if row.Attempt >= row.MaxAttempts {
+		// A worker that keeps failing after CompleteTx must not loop without
+		// end: past the budget the job goes to an operator, as a retry would.
+		back.State = keeltype.JobStateManual
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(exe.ctx), uncommittedSettleTimeout)
 	defer cancel()
 	results, err := c.driver.Executor().JobFinishMany(ctx, []*keeldriver.JobFinishParams{back})

@@ -2,6 +2,7 @@ package keel_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -138,5 +140,52 @@ func TestCompleteTxCommittedReplyLostReportsCompleted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(c.Metrics().CommitUncertain.WithLabelValues("test.uncertain", "handed_back")); got != 0 {
 		t.Fatalf("a committed job was handed back %v times", got)
+	}
+}
+
+// A worker that completes in its transaction, rolls it back and returns an
+// error is settled at once too (the transaction certainly did not commit),
+// and once its attempt budget is spent it goes to an operator instead of
+// being handed back without end. On both drivers.
+func TestCompleteTxFailedWorkerSettledWithinBudget(t *testing.T) {
+	both(t, testCompleteTxFailedWorkerSettled[pgx.Tx], testCompleteTxFailedWorkerSettled[*sql.Tx])
+}
+
+func testCompleteTxFailedWorkerSettled[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
+	ctx := context.Background()
+	var runs atomic.Int32
+	ws := keel.NewWorkers()
+	keel.AddWorker(ws, keel.WorkerFunc[uncertainArgs](func(ctx context.Context, job *keel.Job[uncertainArgs]) error {
+		runs.Add(1)
+		client, err := keel.ClientFromContext[TTx](ctx)
+		if err != nil {
+			return err
+		}
+		etx, err := d.Executor().Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := client.CompleteTx(ctx, d.UnwrapTx(etx), job, "never committed"); err != nil {
+			_ = etx.Rollback(ctx)
+			return err
+		}
+		_ = etx.Rollback(ctx)
+		return errors.New("the business write failed after CompleteTx")
+	}))
+	cfg := fastConfig(ws)
+	cfg.LeaseDuration = 5 * time.Minute
+	c := startClient(t, d, cfg)
+	res, err := c.Insert(ctx, uncertainArgs{}, &keel.InsertOpts{MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *keeltype.JobRow
+	waitFor(t, 5*time.Second, "the job to reach an operator after two attempts", func() bool {
+		row = jobState(t, c, res.Job.ID)
+		return row.State == keeltype.JobStateManual
+	})
+	if runs.Load() != 2 || row.Attempt != 2 || len(row.Errors) != 2 || row.Result != nil {
+		t.Fatalf("want two runs, two recorded errors and no result, got runs=%d attempt=%d errors=%d result=%s",
+			runs.Load(), row.Attempt, len(row.Errors), row.Result)
 	}
 }
