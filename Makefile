@@ -10,8 +10,10 @@ FUZZTIME  ?= 20s
 # `make bench`: jobs to drain, and any other flags for `keel bench`.
 BENCH_N    ?= 100000
 BENCH_ARGS ?=
-# `make bench-peers`: flags for the peer comparison program in bench/.
-BENCH_PEERS_ARGS ?=
+# `make bench-peers`: flags for the peer comparison program in bench/. By
+# default every Keel/River mode runs (PostgreSQL drain, continuous, latency;
+# SQLite drain) and the run closes with one Markdown summary table.
+BENCH_PEERS_ARGS ?= --mode drain,continuous,latency,sqlite-drain
 
 .DEFAULT_GOAL := help
 

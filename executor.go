@@ -78,7 +78,11 @@ func (c *Client[TTx]) runJob(exe *execution) {
 	c.metrics.StartLatency.WithLabelValues(row.Queue).Observe(time.Since(row.RunAt).Seconds())
 
 	finish := c.attempt(ctx, exe)
-	if finish == nil || exe.isFinalized() {
+	if exe.isFinalized() {
+		c.afterCompleteTx(exe, finish)
+		return
+	}
+	if finish == nil {
 		return
 	}
 	f := &pendingFinish{params: finish, row: row}

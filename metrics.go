@@ -13,6 +13,7 @@ type Metrics struct {
 	Retried         *prometheus.CounterVec   // queue, kind
 	Outcomes        *prometheus.CounterVec   // queue, kind, state (waiting, snoozed, manual, ...)
 	StaleFence      *prometheus.CounterVec   // kind
+	CommitUncertain *prometheus.CounterVec   // kind, found (committed, handed_back): CompleteTx commits settled after an error
 	LeaseExpired    prometheus.Counter       // rescued by this client while leader
 	LeaseLost       prometheus.Counter       // heartbeats that found a lease gone
 	ClaimLatency    *prometheus.HistogramVec // queue: seconds one claim statement took
@@ -47,6 +48,8 @@ func newMetrics() *Metrics {
 			Help: "Attempt outcomes by resulting state."}, []string{"queue", "kind", "state"}),
 		StaleFence: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "stale_fence_rejections_total",
 			Help: "Commits rejected because the fence was no longer current."}, []string{"kind"}),
+		CommitUncertain: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "commit_uncertain_total",
+			Help: "CompleteTx transactions whose worker returned an error, by what the fenced check found."}, []string{"kind", "found"}),
 		LeaseExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lease_expiries_total",
 			Help: "Running jobs returned by the rescuer after their lease expired."}),
 		LeaseLost: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "leases_lost_total",
@@ -83,7 +86,7 @@ func newMetrics() *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Claimed, m.Completed, m.Failed, m.Retried, m.Outcomes, m.StaleFence,
+	return []prometheus.Collector{m.Claimed, m.Completed, m.Failed, m.Retried, m.Outcomes, m.StaleFence, m.CommitUncertain,
 		m.LeaseExpired, m.LeaseLost, m.ClaimLatency, m.StartLatency, m.QueueDepth, m.OldestAvailable, m.Leader,
 		m.Throttled, m.TokenWait, m.FlowRunning, m.FlowBreaker, m.FlowPaused, m.FlowFailures, m.FlowOldestAvailable,
 		m.AutoPaused, m.BatchDrift}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -100,13 +101,11 @@ type execution struct {
 	// finalized is set when the worker committed the outcome itself
 	// (CompleteTx), so the executor must not finish the job again.
 	finalized bool
-	mu        sync.Mutex
-}
-
-func (e *execution) markFinalized() {
-	e.mu.Lock()
-	e.finalized = true
-	e.mu.Unlock()
+	// txParams is the completion CompleteTx wrote into the worker's
+	// transaction (nil if it was refused as stale): whether that
+	// transaction committed is settled once the worker returns.
+	txParams *keeldriver.JobFinishParams
+	mu       sync.Mutex
 }
 
 func (e *execution) isFinalized() bool {

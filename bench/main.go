@@ -71,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	var modes string
 	fs.StringVar(&o.DatabaseURL, "database-url", envURL(), "PostgreSQL URL (default $KEEL_DATABASE_URL, then $KEEL_TEST_DATABASE_URL); each run uses a fresh schema in it")
-	fs.StringVar(&modes, "mode", "drain", "drain, continuous or latency; a comma-separated list runs each in turn; or events (Keel's relay against Watermill's SQL outbox forwarder, to JetStream)")
+	fs.StringVar(&modes, "mode", "drain", "drain, continuous, latency or sqlite-drain (both engines on a fresh SQLite file each); a comma-separated list runs each in turn; or events (Keel's relay against Watermill's SQL outbox forwarder, to JetStream)")
 	fs.StringVar(&o.NATSURL, "nats-url", defaultNATSURL(), "events: JetStream server (default $KEEL_NATS_URL, then $KEEL_TEST_NATS_URL, then nats://127.0.0.1:4222)")
 	fs.IntVar(&o.N, "n", 100000, "drain: jobs inserted up front, then worked down (the timed part)")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "continuous and latency: how long to run")
@@ -91,10 +91,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	for m := range strings.SplitSeq(modes, ",") {
 		switch m = strings.TrimSpace(m); m {
-		case "drain", "continuous", "latency", "events":
+		case "drain", "continuous", "latency", "events", sqliteDrain:
 			o.Modes = append(o.Modes, m)
 		default:
-			return nil, fmt.Errorf("--mode %q is not drain, continuous, latency or events", m)
+			return nil, fmt.Errorf("--mode %q is not drain, continuous, latency, sqlite-drain or events", m)
 		}
 	}
 	if err := validEventsMode(o.Modes); err != nil {
@@ -128,7 +128,11 @@ type engine struct {
 	run  func(context.Context, *runConfig) (*Result, error)
 }
 
-func engines(t riverTuning) (keel, river engine) {
+func engines(mode string, t riverTuning) (keel, river engine) {
+	if mode == sqliteDrain {
+		return engine{"keel", runKeelSQLite},
+			engine{"river", func(ctx context.Context, c *runConfig) (*Result, error) { return runRiverSQLite(ctx, c, t) }}
+	}
 	return engine{"keel", runKeel},
 		engine{"river", func(ctx context.Context, c *runConfig) (*Result, error) { return runRiver(ctx, c, t) }}
 }
@@ -172,12 +176,13 @@ func run(ctx context.Context, o *options, out io.Writer) error {
 	for _, s := range sums {
 		fmt.Fprintln(out, s.summary())
 	}
+	writeTable(out, sums)
 	return nil
 }
 
 // runOnly runs one engine's rounds of one mode.
 func runOnly(ctx context.Context, cfg *runConfig, o *options, out io.Writer) error {
-	keel, river := engines(o.River)
+	keel, river := engines(cfg.Mode, o.River)
 	e, rounds := keel, o.Rounds
 	if o.Only == "river" {
 		e = river
@@ -195,7 +200,7 @@ func runOnly(ctx context.Context, cfg *runConfig, o *options, out io.Writer) err
 
 // runMode runs the rounds of one mode, printing each figure as it comes.
 func runMode(ctx context.Context, cfg *runConfig, o *options, out io.Writer) (*modeSummary, error) {
-	keel, river := engines(o.River)
+	keel, river := engines(cfg.Mode, o.River)
 	rounds := o.Rounds
 	s := &modeSummary{Mode: cfg.Mode}
 	for round := 1; round <= rounds; round++ {
@@ -220,7 +225,8 @@ func runMode(ctx context.Context, cfg *runConfig, o *options, out io.Writer) (*m
 	}
 	if o.RiverDefaults {
 		checkpoint(ctx, cfg.DatabaseURL)
-		r, err := runRiver(ctx, cfg, riverTuning{})
+		_, defaults := engines(cfg.Mode, riverTuning{})
+		r, err := defaults.run(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("river with defaults: %w", err)
 		}

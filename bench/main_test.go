@@ -100,7 +100,8 @@ func TestRunPrintsSummary(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	s := out.String()
-	for _, want := range []string{"round 1/1 keel  drain: 500 jobs", "round 1/1 river drain: 500 jobs", "peers: drain keel ", "(median of 1)", "river (defaults) "} {
+	for _, want := range []string{"round 1/1 keel  drain: 500 jobs", "round 1/1 river drain: 500 jobs", "peers: drain keel ", "(median of 1)", "river (defaults) ",
+		"| mode | Keel | River (or peer) |", "| drain (jobs/s) | ", "| drain, River defaults (jobs/s) | "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
@@ -114,6 +115,7 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"--workers", "0"},
 		{"extra"},
 		{"--only", "sidekiq"},
+		{"--mode", "sqlite"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -136,5 +138,50 @@ func TestQuantileAndMedian(t *testing.T) {
 	}
 	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
 		t.Errorf("median even = %v", got)
+	}
+}
+
+// TestSQLiteDrainBothEngines drains a few jobs with Keel's SQLite driver
+// and River's riversqlite, one round, and checks both ran all of them.
+func TestSQLiteDrainBothEngines(t *testing.T) {
+	url := needDB(t) // the header line still describes the PostgreSQL server
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o, err := parseFlags([]string{"--database-url", url, "--mode", "sqlite-drain", "-n", "300", "--workers", "10",
+		"--rounds", "1", "--river-defaults=false"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, o, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	s := out.String()
+	for _, want := range []string{"round 1/1 keel  sqlite-drain: 300 jobs", "round 1/1 river sqlite-drain: 300 jobs", "| sqlite-drain (jobs/s) | "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestTableRows(t *testing.T) {
+	ms := time.Millisecond
+	lat := &modeSummary{Mode: "latency",
+		Keel:  []*Result{{Mode: "latency", P50: 2 * ms, P99: 10 * ms}, {Mode: "latency", P50: 2 * ms, P99: 30 * ms}},
+		River: []*Result{{Mode: "latency", P50: 4 * ms, P99: 20 * ms}, {Mode: "latency", P50: 2 * ms, P99: 20 * ms}}}
+	drain := &modeSummary{Mode: "drain",
+		Keel:  []*Result{{JobsPerSec: 300}, {JobsPerSec: 100}},
+		River: []*Result{{JobsPerSec: 100}, {JobsPerSec: 100}}}
+	var out bytes.Buffer
+	writeTable(&out, []*modeSummary{drain, lat})
+	s := out.String()
+	for _, want := range []string{
+		"| drain (jobs/s) | 200 | 100 | 2.00× (worst 1.00×) | 2 |",
+		"| latency p50 (ms, lower is better) | 2.00 | 3.00 | 0.75× (worst 1.00×) | 2 |",
+		"| latency p99 (ms, lower is better) | 20.00 | 20.00 | 1.00× (worst 1.50×) | 2 |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
 	}
 }
