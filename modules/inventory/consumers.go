@@ -1,0 +1,3 @@
+package inventory
+
+func (m *Module[TTx]) registerConsumers() error { return nil }
