@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelwork/keel"
@@ -41,6 +42,8 @@ type Module[TTx any] struct {
 	opt   options
 
 	order, warehouse *http.Client
+
+	pausedDeliveries atomic.Int64
 }
 
 var _ module.Module[any] = (*Module[any])(nil)
