@@ -118,6 +118,9 @@ func (b *DatabaseBus[TTx]) Publish(ctx context.Context, msgs []Message) (int, er
 			return 0, err
 		}
 	}
+	if b.d.pg {
+		return b.publishPG(ctx, msgs)
+	}
 	woken := map[string]bool{}
 	err := b.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
 		clear(woken)
@@ -155,6 +158,34 @@ func (b *DatabaseBus[TTx]) Publish(ctx context.Context, msgs []Message) (int, er
 	}
 	b.wake(woken)
 	return len(msgs), nil
+}
+
+// publishPG publishes msgs in one statement (one round trip, atomic).
+func (b *DatabaseBus[TTx]) publishPG(ctx context.Context, msgs []Message) (int, error) {
+	n := len(msgs)
+	topics, ids, keys, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	payloads, headers, digests := make([]string, n), make([]string, n), make([]string, n)
+	parts := make([]int32, n)
+	emitted := make([]time.Time, n)
+	for i, m := range msgs {
+		topics[i], ids[i], keys[i], types[i] = m.Topic, m.ID, m.Key, m.Type
+		payloads[i], headers[i], digests[i] = string(m.Payload), encodeHeaders(m.Headers), m.Digest
+		parts[i], emitted[i] = int32(m.Partition), m.EmittedAt.UTC()
+	}
+	rows, err := b.db.Query(ctx, b.d.sql("BusPublish"), topics, ids, keys, types, parts, payloads, headers, digests, emitted, now())
+	names, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("publishing %d messages: %w", n, err)
+	}
+	woken := map[string]bool{}
+	for _, c := range names {
+		woken[c] = true
+	}
+	b.wake(woken)
+	return n, nil
 }
 
 func scanBusConsumer(r keelsql.Rows) (busConsumer, error) {
@@ -341,6 +372,9 @@ func (s *dbSubscriber[TTx]) claim(ctx context.Context) (int, error) {
 		name = "BusClaimOrdered"
 	}
 	at := now()
+	if s.b.d.pg {
+		return s.claimPG(ctx, name+"Fetch", at, free)
+	}
 	rows, err := s.b.db.Query(ctx, s.b.d.sql(name), s.sub.Consumer, at, at.Add(s.sub.AckWait), s.owner, free)
 	got, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (claimed, error) {
 		var c claimed
@@ -364,6 +398,34 @@ func (s *dbSubscriber[TTx]) claim(ctx context.Context) (int, error) {
 		s.slots <- struct{}{}
 		s.wg.Add(1)
 		go s.deliver(m.seq, &Delivery{Message: m.Message, Attempt: attempts[m.seq]})
+	}
+	return len(msgs), nil
+}
+
+func (s *dbSubscriber[TTx]) claimPG(ctx context.Context, name string, at time.Time, free int) (int, error) {
+	rows, err := s.b.db.Query(ctx, s.b.d.sql(name), s.sub.Consumer, at, at.Add(s.sub.AckWait), s.owner, free)
+	type claimedMsg struct {
+		seqMessage
+		attempt int
+	}
+	msgs, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (claimedMsg, error) {
+		var m claimedMsg
+		var payload, headers string
+		err := r.Scan(&m.seq, &m.Topic, &m.ID, &m.Key, &m.Type, &m.Partition, &payload, &headers, &m.Digest, &m.EmittedAt, &m.attempt)
+		if err != nil {
+			return m, err
+		}
+		m.Payload, m.EmittedAt = []byte(payload), m.EmittedAt.UTC()
+		m.Headers, err = decodeHeaders(headers)
+		return m, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claiming deliveries: %w", err)
+	}
+	for _, m := range msgs {
+		s.slots <- struct{}{}
+		s.wg.Add(1)
+		go s.deliver(m.seq, &Delivery{Message: m.Message, Attempt: m.attempt})
 	}
 	return len(msgs), nil
 }

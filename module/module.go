@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
@@ -146,4 +147,9 @@ type Host[TTx any] struct {
 	// constructor) and holds the four-eyes approvals (Recon.Approvals) for
 	// actions of kinds the module registers. Nil where the host offers none.
 	Recon *keelrecon.Recon[TTx]
+	// Events is the events backbone: EmitTx in the module's transactions,
+	// Consume (in New or Configure, before Start) for its consumers. Nil
+	// when the host runs without events (then a module that needs them
+	// refuses to build).
+	Events *keelevents.Events[TTx]
 }

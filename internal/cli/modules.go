@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
@@ -34,9 +35,11 @@ var installed = []installedModule{
 	{name: delivery.LineName, lines: delivery.Lines},
 }
 
-// allLines are the server's and every installed module's migration lines.
+// allLines are the server's, the events backbone's and every installed
+// module's migration lines (events before the modules that emit).
 func allLines(dialect string) []keelmigrate.Line {
 	lines := append(migration.Lines(dialect), keelrecon.Lines(dialect)...)
+	lines = append(lines, eventsLines(dialect)...)
 	for _, m := range installed {
 		lines = append(lines, m.lines(dialect)...)
 	}
@@ -116,8 +119,8 @@ func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], e
 }
 
 // moduleHost is what every module of one server is given.
-func moduleHost[TTx any](db keelsql.DB[TTx], logger *slog.Logger, reg prometheus.Registerer, o *ServeOpts) *module.Host[TTx] {
-	return &module.Host[TTx]{DB: db, Logger: logger, Registerer: reg, Demo: o.Demo, Settings: o.ModuleSettings}
+func moduleHost[TTx any](db keelsql.DB[TTx], logger *slog.Logger, reg prometheus.Registerer, o *ServeOpts, ev *keelevents.Events[TTx]) *module.Host[TTx] {
+	return &module.Host[TTx]{DB: db, Logger: logger, Registerer: reg, Demo: o.Demo, Settings: o.ModuleSettings, Events: ev}
 }
 
 // startModules starts each module after the client started; on failure the
