@@ -6,4 +6,4 @@ import (
 )
 
 // hostEvents is the host's events backbone, if it offers one.
-func hostEvents[TTx any](h *module.Host[TTx]) *keelevents.Events[TTx] { return nil }
+func hostEvents[TTx any](h *module.Host[TTx]) *keelevents.Events[TTx] { return h.Events }

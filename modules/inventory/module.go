@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,9 @@ type Module[TTx any] struct {
 	order, warehouse *http.Client
 
 	pausedDeliveries atomic.Int64
+
+	urlMu sync.RWMutex
+	urls  [2]string // order service, warehouse
 }
 
 var _ module.Module[any] = (*Module[any])(nil)
@@ -110,6 +114,7 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	if err := m.registerApprovals(); err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
+	m.urls = [2]string{set.OrderURL, set.WarehouseURL}
 	m.adm = newAdmission(set, time.Now)
 	if set.Coalesce {
 		m.co = newCoalescer(m, set.CoalesceMax)
@@ -138,6 +143,10 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	}
 	if _, err := m.Life.Start(ctx); err != nil {
 		return fmt.Errorf("inventory: %w", err)
+	}
+	m.Life.Go(m.sweepLoop(m.set.SweepEvery))
+	if m.Demo {
+		return m.startDemo(ctx)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ type Settings struct {
 	ReservationTTL time.Duration
 	// RecheckAfter delays the next check after an unknown answer.
 	RecheckAfter time.Duration
+	// SweepEvery is how often the timeout check runs.
+	SweepEvery time.Duration
 	// MaxChecks sends a reservation to manual handling (a conflict ticket)
 	// after this many unknown answers.
 	MaxChecks int
@@ -40,6 +42,7 @@ func parseSettings(all map[string]string) (*Settings, error) {
 	out := &Settings{
 		ReservationTTL: s.Duration("reservation_ttl", 15*time.Minute, time.Second, 7*24*time.Hour),
 		RecheckAfter:   s.Duration("recheck_after", time.Minute, time.Millisecond, 24*time.Hour),
+		SweepEvery:     s.Duration("sweep_every", 10*time.Second, 10*time.Millisecond, time.Hour),
 		MaxChecks:      s.Int("max_checks", 5, 1, 1000),
 		ApprovalMinor:  int64(s.Int("approval_minor", 100_000, 0, 1<<40)),
 		Coalesce:       s.Bool("coalesce", true),

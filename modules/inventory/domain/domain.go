@@ -284,3 +284,56 @@ var Words = map[string][2]string{
 	string(MoveReturn):  {"退货入库", "returned"},
 	string(MoveAdjust):  {"调整", "adjustment"},
 }
+
+// OrderStatus is what the order service says of an order line.
+type OrderStatus string
+
+// The order statuses the timeout check understands; anything else (and no
+// answer) is unknown.
+const (
+	OrderPending   OrderStatus = "pending"   // awaiting payment
+	OrderPaid      OrderStatus = "paid"      // paid, not shipped yet
+	OrderShipped   OrderStatus = "shipped"   // the warehouse shipped it
+	OrderCancelled OrderStatus = "cancelled" // cancelled or payment timed out
+	OrderUnknown   OrderStatus = ""
+)
+
+// ShipStatus is what the warehouse says of a reservation's shipment.
+type ShipStatus string
+
+// The warehouse's answers.
+const (
+	ShipNone    ShipStatus = "none"    // nothing picked or shipped
+	ShipPicking ShipStatus = "picking" // in progress
+	ShipShipped ShipStatus = "shipped"
+	ShipUnknown ShipStatus = ""
+)
+
+// TimeoutVerdict is what the timeout check does with a reservation.
+type TimeoutVerdict int
+
+// Verdicts of Timeout.
+const (
+	// TimeoutRelease: both sides say the stock is not needed.
+	TimeoutRelease TimeoutVerdict = iota + 1
+	// TimeoutKeep: the order goes on (paid, shipping): check again later.
+	TimeoutKeep
+	// TimeoutUnknown: an answer is missing or unreadable: delay, and after
+	// the budget hand it to a person. Never a release.
+	TimeoutUnknown
+)
+
+// Timeout decides a timed-out reservation from the two answers: a release
+// needs the order cancelled or still unpaid past its time, and the
+// warehouse to have nothing in hand. Age alone never releases.
+func Timeout(order OrderStatus, ship ShipStatus) TimeoutVerdict {
+	switch {
+	case order == OrderUnknown || ship == ShipUnknown:
+		return TimeoutUnknown
+	case ship == ShipShipped || ship == ShipPicking || order == OrderShipped || order == OrderPaid:
+		return TimeoutKeep
+	case (order == OrderCancelled || order == OrderPending) && ship == ShipNone:
+		return TimeoutRelease
+	}
+	return TimeoutUnknown
+}

@@ -129,3 +129,36 @@ func TestChecks(t *testing.T) {
 		t.Error("checks wrong")
 	}
 }
+
+// TestTimeoutExhaustive: only (cancelled or unpaid) with nothing in the
+// warehouse releases; any unknown answer is unknown; the rest keep.
+func TestTimeoutExhaustive(t *testing.T) {
+	orders := []OrderStatus{OrderPending, OrderPaid, OrderShipped, OrderCancelled, OrderUnknown, "weird"}
+	ships := []ShipStatus{ShipNone, ShipPicking, ShipShipped, ShipUnknown, "weird"}
+	for _, o := range orders {
+		for _, s := range ships {
+			got := Timeout(o, s)
+			known := (o == OrderPending || o == OrderPaid || o == OrderShipped || o == OrderCancelled) &&
+				(s == ShipNone || s == ShipPicking || s == ShipShipped)
+			var want TimeoutVerdict
+			switch {
+			case o == OrderUnknown || s == ShipUnknown:
+				want = TimeoutUnknown
+			case !known && (s == ShipShipped || s == ShipPicking || o == OrderShipped || o == OrderPaid):
+				want = TimeoutKeep
+			case !known:
+				want = TimeoutUnknown
+			case (o == OrderCancelled || o == OrderPending) && s == ShipNone:
+				want = TimeoutRelease
+			default:
+				want = TimeoutKeep
+			}
+			if got != want {
+				t.Errorf("Timeout(%q, %q) = %v; want %v", o, s, got, want)
+			}
+			if got == TimeoutRelease && (s != ShipNone || (o != OrderCancelled && o != OrderPending)) {
+				t.Errorf("Timeout(%q, %q) releases", o, s)
+			}
+		}
+	}
+}

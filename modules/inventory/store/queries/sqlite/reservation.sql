@@ -51,3 +51,8 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9);
 -- name: HistoryList
 SELECT version, from_state, to_state, action, COALESCE(ledger_id, 0), detail, actor, at
 FROM inv_reservation_history WHERE reservation_id = ?1 ORDER BY version;
+
+-- name: ReservationRecheck
+-- The order goes on: check again later (not an unknown answer).
+UPDATE inv_reservation SET check_after = ?3, updated_at = ?4
+WHERE id = ?1 AND version = ?2 AND state = 'reserved';
