@@ -15,12 +15,14 @@ import (
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 )
 
 func testLines(dialect string) []keelmigrate.Line {
-	return append([]keelmigrate.Line{keelevents.Line(dialect)}, Lines(dialect)...)
+	lines := append([]keelmigrate.Line{keelevents.Line(dialect)}, keelrecon.Lines(dialect)...)
+	return append(lines, Lines(dialect)...)
 }
 
 // tenv is one test database with the events backbone on the in-database
@@ -32,6 +34,7 @@ type tenv[TTx any] struct {
 	driver string
 	ev     *keelevents.Events[TTx]
 	m      *Module[TTx]
+	recon  *keelrecon.Recon[TTx]
 	client *keel.Client[TTx]
 }
 
@@ -65,7 +68,11 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &module.Host[TTx]{DB: e.db, Logger: quiet(), Settings: settings}
+	e.recon, err = keelrecon.New(e.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &module.Host[TTx]{DB: e.db, Logger: quiet(), Settings: settings, Recon: e.recon}
 	e.m, err = New(h, append([]Option{WithEvents(e.ev)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +90,9 @@ func (e *tenv[TTx]) start(t testing.TB) {
 	if err := e.m.Configure(cfg); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.recon.Configure(cfg); err != nil {
+		t.Fatal(err)
+	}
 	var err error
 	e.client, err = keel.NewClient(e.drv, cfg)
 	if err != nil {
@@ -90,6 +100,9 @@ func (e *tenv[TTx]) start(t testing.TB) {
 	}
 	ctx := context.Background()
 	if err := e.client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.recon.Start(ctx, e.client); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.ev.Start(ctx, e.client); err != nil {
