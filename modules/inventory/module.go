@@ -167,6 +167,20 @@ func (m *Module[TTx]) Admission() AdmissionState { return m.adm.state() }
 // protection ahead of a known peak).
 func (m *Module[TTx]) ForceBusy(on bool) { m.adm.force(on) }
 
+// SetBusy is ForceBusy as an operator's audited action.
+func (m *Module[TTx]) SetBusy(ctx context.Context, on bool) error {
+	c, err := m.Client()
+	if err != nil {
+		return err
+	}
+	if err := c.AuditRecord(ctx, keel.Audit{Action: "inventory.admission", Target: "inventory",
+		Context: map[string]any{"busy": on}}); err != nil {
+		return fmt.Errorf("auditing: %w", err)
+	}
+	m.adm.force(on)
+	return nil
+}
+
 // Coalescing is the coalescer's counts (zero when it is off).
 func (m *Module[TTx]) Coalescing() CoalesceStats {
 	if m.co == nil {
