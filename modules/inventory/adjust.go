@@ -75,7 +75,7 @@ func (m *Module[TTx]) adjustTx(ctx context.Context, tx keelsql.Tx[TTx], req Adju
 	a := store.Adjustment{Intent: "adjust:" + req.Key, Warehouse: req.Warehouse, SKU: req.SKU, Delta: req.Delta,
 		ValueMinor: abs * unit, Currency: cur, Reason: req.Reason, State: "pending", RequestedBy: actorOf(ctx),
 		ConflictID: req.ConflictID, CreatedAt: now}
-	needs := m.approvals() != nil && a.ValueMinor > m.set.ApprovalMinor
+	needs := !noApproval(ctx) && m.approvals() != nil && a.ValueMinor > m.set.ApprovalMinor
 	if needs {
 		a.State = "awaiting_approval"
 	}
@@ -232,4 +232,14 @@ func (m *Module[TTx]) registerApprovals() error {
 			_, err = m.approvals().MarkExecutedTx(ctx, tx, ap.ID, "booked on approval")
 			return err
 		}})
+}
+
+type noApprovalKey struct{}
+
+func noApproval(ctx context.Context) bool { return ctx.Value(noApprovalKey{}) != nil }
+
+// adjustNoApproval books an adjustment whose approval was given elsewhere
+// (a reconciliation discrepancy's own four-eyes step).
+func (m *Module[TTx]) adjustNoApproval(ctx context.Context, tx keelsql.Tx[TTx], req AdjustRequest) (AdjustOutcome, error) {
+	return m.adjustTx(context.WithValue(ctx, noApprovalKey{}, true), tx, req)
 }

@@ -111,6 +111,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	m := &Module[TTx]{Base: base, h: h, db: h.DB, st: st, set: set, ev: ev, opt: o,
 		order: &http.Client{Timeout: 3 * time.Second}, warehouse: &http.Client{Timeout: 3 * time.Second}}
 	m.recon = h.Recon
+	if err := m.registerReconcilers(); err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
 	if err := m.registerApprovals(); err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}

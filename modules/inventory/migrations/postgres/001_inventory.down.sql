@@ -1,3 +1,4 @@
+DROP TABLE inv_count;
 DROP TABLE inv_stats;
 DROP TABLE inv_search_gap;
 DROP TABLE inv_search_stale;

@@ -177,3 +177,15 @@ CREATE TABLE inv_stats (
     qty      BIGINT NOT NULL,
     PRIMARY KEY (sku_id, movement)
 );
+
+-- Physical counts (盘点), imported from CSV: the latest per pair is
+-- compared with the books by reconciliation.
+CREATE TABLE inv_count (
+    count_id     TEXT NOT NULL,
+    warehouse_id TEXT NOT NULL,
+    sku_id       TEXT NOT NULL,
+    counted      BIGINT NOT NULL CHECK (counted >= 0),
+    counted_at   TIMESTAMPTZ NOT NULL,
+    imported_by  TEXT NOT NULL,
+    PRIMARY KEY (count_id, warehouse_id, sku_id)
+);
