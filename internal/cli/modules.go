@@ -17,6 +17,7 @@ import (
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery"
+	"github.com/keelwork/keel/modules/inventory"
 	"github.com/keelwork/keel/modules/reservation"
 	"github.com/keelwork/keel/server/migration"
 )
@@ -33,6 +34,7 @@ type installedModule struct {
 var installed = []installedModule{
 	{name: reservation.Name, lines: reservation.Lines},
 	{name: delivery.LineName, lines: delivery.Lines},
+	{name: inventory.Name, lines: inventory.Lines},
 }
 
 // allLines are the server's, the events backbone's and every installed
@@ -114,6 +116,8 @@ func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], e
 		return reservation.New(h)
 	case delivery.LineName:
 		return delivery.New(h)
+	case inventory.Name:
+		return inventory.New(h)
 	}
 	return nil, fmt.Errorf("not installed")
 }

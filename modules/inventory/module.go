@@ -48,6 +48,7 @@ type Module[TTx any] struct {
 
 	urlMu sync.RWMutex
 	urls  [2]string // order service, warehouse
+	demo  *demo
 }
 
 var _ module.Module[any] = (*Module[any])(nil)
@@ -154,8 +155,10 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	return nil
 }
 
-// Stop ends the background work.
-func (m *Module[TTx]) Stop(ctx context.Context) error { return m.Life.Stop(ctx) }
+// Stop ends the background work and the demo's simulators.
+func (m *Module[TTx]) Stop(ctx context.Context) error {
+	return errors.Join(m.Life.Stop(ctx), m.stopDemo(ctx))
+}
 
 // Settings returns the module's settings in force.
 func (m *Module[TTx]) Config() Settings { return *m.set }
