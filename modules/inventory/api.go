@@ -395,3 +395,6 @@ func (m *Module[TTx]) apiSetAdmission(w http.ResponseWriter, r *http.Request) (i
 	}
 	return http.StatusOK, m.Admission(), nil
 }
+
+// ConflictView is a conflict ticket as the API lists it.
+type ConflictView = store.Conflict
