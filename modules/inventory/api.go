@@ -382,7 +382,8 @@ func (m *Module[TTx]) apiAdmission(w http.ResponseWriter, r *http.Request) (int,
 
 func (m *Module[TTx]) apiSetAdmission(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	var req struct {
-		Busy *bool `json:"busy"`
+		Busy   *bool  `json:"busy"`
+		Reason string `json:"reason"`
 	}
 	if err := web.Decode(w, r, &req); err != nil {
 		return 0, nil, err
@@ -390,7 +391,7 @@ func (m *Module[TTx]) apiSetAdmission(w http.ResponseWriter, r *http.Request) (i
 	if req.Busy == nil {
 		return 0, nil, web.Invalid("busy (true or false) is required")
 	}
-	if err := m.SetBusy(r.Context(), *req.Busy); err != nil {
+	if err := m.SetBusy(r.Context(), *req.Busy, req.Reason); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, m.Admission(), nil

@@ -135,7 +135,7 @@ func testAdmission[TTx any](t *testing.T, e *tenv[TTx]) {
 		return count(t, e, "SELECT COALESCE(sum(events), 0) FROM inv_stats") == 4 // receive, 2 reserves, confirm
 	})
 	// An operator's switch refuses the same way.
-	if err := m.SetBusy(keel.WithActor(ctx, "op"), true); err != nil {
+	if err := m.SetBusy(keel.WithActor(ctx, "op"), true, "ahead of the sale"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Reserve(ctx, ReserveRequest{OrderLine: "A4-1", Warehouse: "WH1", SKU: "SKU1", Qty: 1}); !errors.Is(err, ErrBusy) {

@@ -174,12 +174,12 @@ func (m *Module[TTx]) Admission() AdmissionState { return m.adm.state() }
 func (m *Module[TTx]) ForceBusy(on bool) { m.adm.force(on) }
 
 // SetBusy is ForceBusy as an operator's audited action.
-func (m *Module[TTx]) SetBusy(ctx context.Context, on bool) error {
+func (m *Module[TTx]) SetBusy(ctx context.Context, on bool, reason string) error {
 	c, err := m.Client()
 	if err != nil {
 		return err
 	}
-	if err := c.AuditRecord(ctx, keel.Audit{Action: "inventory.admission", Target: "inventory",
+	if err := c.AuditRecord(ctx, keel.Audit{Action: "inventory.admission", Target: "inventory", Reason: reason,
 		Context: map[string]any{"busy": on}}); err != nil {
 		return fmt.Errorf("auditing: %w", err)
 	}

@@ -85,7 +85,7 @@ func (m *Module[TTx]) pageStock(w http.ResponseWriter, r *http.Request, v *modul
 }
 
 func (m *Module[TTx]) pageAdmission(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	err := m.SetBusy(keel.WithActor(r.Context(), v.Actor), r.PostFormValue("busy") == "true")
+	err := m.SetBusy(keel.WithActor(r.Context(), v.Actor), r.PostFormValue("busy") == "true", r.PostFormValue("reason"))
 	return done(w, r, v, "/inventory", err)
 }
 

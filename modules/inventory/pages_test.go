@@ -82,7 +82,8 @@ func testPages[TTx any](t *testing.T, e *tenv[TTx]) {
 			t.Fatalf("POST %s: %d %s", path, rec.Code, rec.Body.String())
 		}
 		loc, _ := url.Parse(rec.Header().Get("Location"))
-		return get(actor, loc.RequestURI())
+		// The console's layout shows the outcome carried by the redirect.
+		return loc.Query().Get("flash") + loc.Query().Get("err") + get(actor, loc.RequestURI())
 	}
 	stockPage := get("alice", "/inventory")
 	for _, want := range []string{"不作为成交承诺", "展示可用（非承诺）", "准入状态", "商品SKU1"} {
