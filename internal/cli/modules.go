@@ -17,6 +17,7 @@ import (
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery"
+	"github.com/keelwork/keel/modules/inventory"
 	"github.com/keelwork/keel/modules/reservation"
 	"github.com/keelwork/keel/server/migration"
 )
@@ -27,6 +28,7 @@ import (
 var installed = []*module.Descriptor{
 	&reservation.Descriptor,
 	&delivery.Descriptor,
+	&inventory.Descriptor,
 }
 
 // allLines are the server's, the events backbone's, reconciliation's and

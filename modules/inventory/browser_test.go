@@ -1,0 +1,107 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/keelwork/keel/internal/browsertest"
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/server"
+	"github.com/keelwork/keel/server/auth"
+	"github.com/keelwork/keel/server/migration"
+)
+
+// TestInventoryBrowser drives Chromium through Keel's real server: the
+// stock page, a reservation's detail with its history, its conflict (a
+// confirm that arrived after the release), a resolution by an adjustment
+// over the threshold, the requester's own approval refused in words, and
+// a second operator's approval booking it.
+func TestInventoryBrowser(t *testing.T) {
+	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
+		return append(migration.Lines(dialect), testLines(dialect)...)
+	}})
+	e := &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema), driver: "postgres"}
+	ctx := context.Background()
+	m := e.build(t, map[string]string{"inventory.approval_minor": "1000"})
+	e.start(t)
+	seed(t, m, "WH1", "SKU1", 20)
+	res, err := m.Reserve(ctx, ReserveRequest{OrderLine: "WEB-1", Warehouse: "WH1", SKU: "SKU1", Qty: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Release(ctx, res.ReservationID, ReleaseRequest{Reason: "cancel"}); err != nil {
+		t.Fatal(err)
+	}
+	late, err := m.Confirm(ctx, res.ReservationID, ConfirmRequest{Receipt: "SHIP-1", StockVersion: 2})
+	if err != nil || late.ConflictID == 0 {
+		t.Fatalf("late confirm: %+v %v", late, err)
+	}
+	db := stdlib.OpenDBFromPool(d.Pool())
+	t.Cleanup(func() { _ = db.Close() })
+	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.db, e.client))
+	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: e.client, Auth: store,
+		Logger: slog.New(slog.DiscardHandler), Modules: []module.Web{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(c)
+	})
+	alice, _, err := store.CreateToken(ctx, "alice", auth.RoleOperator, "test", "browser fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, _, err := store.CreateToken(ctx, "bob", auth.RoleOperator, "test", "browser fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := srv.URL()
+	br := browsertest.New(t, 90*time.Second)
+	br.Login(base, alice)
+	br.Do("stock", chromedp.Navigate(base+"/inventory"), chromedp.WaitVisible(chromedp.CSS(`tr[data-stock="WH1/SKU1"]`)))
+	br.MustSee("stock", "main", "库存", "展示可用（非承诺）", "不作为成交承诺")
+	br.Do("to reservations", chromedp.Click(chromedp.CSS(`tr[data-stock="WH1/SKU1"] a`)), chromedp.WaitVisible(chromedp.CSS(`a[href="/inventory/reservations?state=released"]`)))
+	rpath := fmt.Sprintf("/inventory/reservations/%d", res.ReservationID)
+	br.Do("reservation detail", chromedp.Navigate(base+"/inventory/reservations"),
+		chromedp.Click(chromedp.CSS(`a[href="`+rpath+`"]`)), chromedp.WaitVisible(chromedp.CSS("dd.state")))
+	br.MustSee("reservation detail", "main", "已释放", "状态历史", "库存流水", "释放后到达的出库确认")
+	cpath := fmt.Sprintf("/inventory/conflicts/%d", late.ConflictID)
+	br.Do("conflict", chromedp.Click(chromedp.CSS(`a[href="`+cpath+`"]`)), chromedp.WaitVisible(chromedp.CSS("#resolve")))
+	br.MustSee("conflict", "main", "证据", "SHIP-1", "待处理")
+	br.Do("resolve", chromedp.SendKeys(chromedp.CSS(`#resolve input[name="delta"]`), "-4"),
+		chromedp.Click(chromedp.CSS(`#resolve button[type="submit"]`)))
+	br.Confirm("resolve: reason", "货已发出，按实际出库调整", "#approve")
+	br.MustSee("awaiting", "main", "等待第二人审批")
+	br.Do("self-approval", chromedp.Click(chromedp.CSS(`#approve button[type="submit"]`)))
+	br.Confirm("self-approval: reason", "我自己批准", "main .err")
+	br.MustSee("self-approval refused", "main .err", "不能审批自己提交的调整")
+	br.Do("shot", br.Shot("inventory-conflict-awaiting"))
+	br.CheckConsole()
+
+	br2 := browsertest.New(t, 90*time.Second)
+	br2.Login(base, bob)
+	br2.Do("bob opens the conflict", chromedp.Navigate(base+cpath), chromedp.WaitVisible(chromedp.CSS("#approve")))
+	br2.Do("bob approves", chromedp.Click(chromedp.CSS(`#approve button[type="submit"]`)))
+	br2.Confirm("bob: reason", "已核对出库回执", "main .flash")
+	br2.MustSee("resolved", "main", "已完成", "已处理")
+	br2.Do("shot", br2.Shot("inventory-conflict-resolved"))
+	br2.CheckConsole()
+	if av, _, _ := stock(t, e, "WH1", "SKU1"); av != 16 {
+		t.Fatalf("available %d after the approved adjustment; want 16", av)
+	}
+}

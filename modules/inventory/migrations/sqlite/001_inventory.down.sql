@@ -1,0 +1,15 @@
+DROP TABLE inv_count;
+DROP TABLE inv_stats;
+DROP TABLE inv_search_gap;
+DROP TABLE inv_search_stale;
+DROP TABLE inv_search;
+DROP TABLE inv_pick_task;
+DROP TABLE inv_adjustment;
+DROP TABLE inv_conflict;
+DROP TABLE inv_action;
+DROP TABLE inv_ledger;
+DROP TABLE inv_reservation_history;
+DROP TABLE inv_reservation;
+DROP TABLE inv_stock;
+DROP TABLE inv_sku;
+DROP TABLE inv_warehouse;
