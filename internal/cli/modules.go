@@ -17,6 +17,7 @@ import (
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery"
 	"github.com/keelwork/keel/modules/reservation"
+	"github.com/keelwork/keel/modules/tracking"
 	"github.com/keelwork/keel/server/migration"
 )
 
@@ -32,6 +33,7 @@ type installedModule struct {
 var installed = []installedModule{
 	{name: reservation.Name, lines: reservation.Lines},
 	{name: delivery.LineName, lines: delivery.Lines},
+	{name: tracking.Name, lines: tracking.Lines},
 }
 
 // allLines are the server's and every installed module's migration lines.
@@ -111,6 +113,8 @@ func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], e
 		return reservation.New(h)
 	case delivery.LineName:
 		return delivery.New(h)
+	case tracking.Name:
+		return tracking.New(h)
 	}
 	return nil, fmt.Errorf("not installed")
 }
