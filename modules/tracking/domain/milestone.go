@@ -15,14 +15,14 @@ type Milestone string
 // 签收; 异常 may happen anywhere, 退回 ends a parcel's journey like 签收,
 // and 签收撤销 is an explicit new fact after 签收, never an edit of it.
 const (
-	PickedUp       Milestone = "picked_up"        // 揽收
-	Departed       Milestone = "departed"         // 出境
-	Arrived        Milestone = "arrived"          // 到港
-	Customs        Milestone = "customs"          // 清关
-	OutForDelivery Milestone = "out_for_delivery" // 派送
-	Delivered      Milestone = "delivered"        // 签收
-	Exception      Milestone = "exception"        // 异常
-	Returned       Milestone = "returned"         // 退回
+	PickedUp        Milestone = "picked_up"        // 揽收
+	Departed        Milestone = "departed"         // 出境
+	Arrived         Milestone = "arrived"          // 到港
+	Customs         Milestone = "customs"          // 清关
+	OutForDelivery  Milestone = "out_for_delivery" // 派送
+	Delivered       Milestone = "delivered"        // 签收
+	Exception       Milestone = "exception"        // 异常
+	Returned        Milestone = "returned"         // 退回
 	DeliveryRevoked Milestone = "delivery_revoked" // 签收撤销
 )
 
