@@ -35,7 +35,9 @@ func ingestOne[TTx any](t testing.TB, m *Module[TTx], carrier, batch string) ing
 // location, digest of the normalized payload without volatile fields) is
 // the same, one raw row is kept and the repeat returns the first result.
 // A legitimately different event (another location) is a new event.
-func TestTrackingFingerprintDedup(t *testing.T) { runBoth(t, testFingerprintDedup, testFingerprintDedup) }
+func TestTrackingFingerprintDedup(t *testing.T) {
+	runBoth(t, testFingerprintDedup, testFingerprintDedup)
+}
 
 func testFingerprintDedup[TTx any](t *testing.T, e *env[TTx]) {
 	m, _ := e.module(t)

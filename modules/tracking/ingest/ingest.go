@@ -276,7 +276,7 @@ func (s *Service[TTx]) apply(ctx context.Context, tx keelsql.Tx[TTx], c *domain.
 		}
 		res.Revision = d.Next.Revision
 		var jobs []keel.InsertParams
-		for seq := d.GapFrom; d.GapTo >= d.GapFrom && seq <= d.GapTo; seq++ {
+		for seq := d.GapFrom; d.GapFrom > 0 && seq <= d.GapTo; seq++ {
 			opened, err := s.Store.OpenGap(ctx, tx, c.Code, row.Waybill, seq, now)
 			if err != nil {
 				return Result{}, nil, err
