@@ -38,6 +38,10 @@ type Carrier struct {
 	Quota         float64 `json:"quota"`
 	RealtimeShare float64 `json:"realtime_share"`
 	BackfillShare float64 `json:"backfill_share"`
+	// QuotaMargin is kept unused of each share (default 0.05: 5%), so that
+	// network jitter between our claim and the carrier's meter never puts
+	// more than the share into one of the carrier's one-second windows.
+	QuotaMargin float64 `json:"quota_margin,omitempty"`
 	// MaxConcurrent caps queries in flight per share (default 16).
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
 	// Timeout bounds one query (default 5s).
@@ -85,6 +89,7 @@ const (
 	DefaultTimestampHeader = "X-Tracking-Timestamp"
 	DefaultTimestampWindow = 5 * time.Minute
 	DefaultMaxConcurrent   = 16
+	DefaultQuotaMargin     = 0.05
 	DefaultTimeout         = 5 * time.Second
 	DefaultBreakerFailures = 5
 	DefaultBreakerCooldown = 30 * time.Second
@@ -135,6 +140,12 @@ func (c Carrier) WithDefaults() (Carrier, error) {
 	if c.RealtimeShare+c.BackfillShare > c.Quota+1e-9 {
 		return bad("realtime_share %v + backfill_share %v exceed the quota %v", c.RealtimeShare, c.BackfillShare, c.Quota)
 	}
+	if c.QuotaMargin == 0 {
+		c.QuotaMargin = DefaultQuotaMargin
+	}
+	if c.QuotaMargin < 0 || c.QuotaMargin > 0.5 {
+		return bad("quota_margin must be 0..0.5")
+	}
 	c.MaxConcurrent = orInt(c.MaxConcurrent, DefaultMaxConcurrent)
 	if c.Timeout == 0 {
 		c.Timeout = Duration(DefaultTimeout)
@@ -168,6 +179,9 @@ func (c *Carrier) Location() *time.Location {
 	}
 	return loc
 }
+
+// Rate is the rate our claims take of a share: the share less the margin.
+func (c *Carrier) Rate(share float64) float64 { return share * (1 - c.QuotaMargin) }
 
 // Flow keys of a carrier's two shares.
 func (c *Carrier) RealtimeKey() string { return "carrier:" + c.Code + ":realtime" }

@@ -54,7 +54,7 @@ func FlowLimits(cs []*domain.Carrier) []keeltype.FlowLimit {
 			key  string
 			rate float64
 		}{{c.RealtimeKey(), c.RealtimeShare}, {c.BackfillKey(), c.BackfillShare}} {
-			out = append(out, keeltype.FlowLimit{Pattern: s.key, Queue: ingest.Queue, Rate: s.rate, MaxRunning: c.MaxConcurrent,
+			out = append(out, keeltype.FlowLimit{Pattern: s.key, Queue: ingest.Queue, Rate: c.Rate(s.rate), MaxRunning: c.MaxConcurrent,
 				BreakerFailures: c.BreakerFailures, BreakerCooldown: time.Duration(c.BreakerCooldown), BreakerProbes: c.BreakerProbes})
 		}
 	}
