@@ -14,7 +14,9 @@ import (
 // while the other carrier's gaps all close at their own pace; when the
 // carrier comes back, a half-open probe succeeds, the breaker closes and
 // its gaps close too.
-func TestTrackingBreakerIsolation(t *testing.T) { runBoth(t, testBreakerIsolation, testBreakerIsolation) }
+func TestTrackingBreakerIsolation(t *testing.T) {
+	runBoth(t, testBreakerIsolation, testBreakerIsolation)
+}
 
 func testBreakerIsolation[TTx any](t *testing.T, e *env[TTx]) {
 	ctx := context.Background()

@@ -64,9 +64,11 @@ type DiffEntry struct {
 	Waybill string           `json:"waybill"`
 	From    domain.Milestone `json:"from"`
 	To      domain.Milestone `json:"to"`
-	// Regress: the new mapping would put the waybill below where it is;
-	// rollout never moves it back (it stays, for an operator to judge).
-	Regress bool `json:"regress,omitempty"`
+	// Stays: rollout will not move this waybill (the events that would
+	// are applied already under their own version, or the new result is
+	// not above the current one); it is listed for an operator to judge,
+	// since rollout never rewrites applied results or moves a waybill back.
+	Stays bool `json:"stays,omitempty"`
 }
 
 // ReplayResult is a replay's diff.
@@ -125,10 +127,10 @@ func (m *Module[TTx]) ReplayMapping(ctx context.Context, carrier string, version
 			}
 			res.Changed++
 			cur := domain.State{Milestone: w.Milestone, Seq: w.Seq, EventKey: w.EventKey, Revision: w.Revision}
-			regress := !cur.Empty() && domain.Advance(cur, domain.Event{Key: s.EventKey, Seq: s.Seq, Milestone: s.Milestone,
+			stays := !cur.Empty() && domain.Advance(cur, domain.Event{Key: s.EventKey, Seq: s.Seq, Milestone: s.Milestone,
 				OccurredAt: s.OccurredAt, TimeTrusted: s.TimeTrusted}, c.Sequenced).Outcome != domain.Advanced
 			if len(res.Entries) < maxDiffEntries {
-				res.Entries = append(res.Entries, DiffEntry{Waybill: w.Waybill, From: w.Milestone, To: s.Milestone, Regress: regress})
+				res.Entries = append(res.Entries, DiffEntry{Waybill: w.Waybill, From: w.Milestone, To: s.Milestone, Stays: stays})
 			}
 		}
 		after = page[len(page)-1].Waybill
