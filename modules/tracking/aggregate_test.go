@@ -46,7 +46,7 @@ func testOutOfOrderGap[TTx any](t *testing.T, e *env[TTx]) {
 	if w.State.Seq != 43 || w.State.Milestone != domain.Customs {
 		t.Fatalf("after 43: %+v", w.State)
 	}
-	gaps, _ := m.store.Gaps(ctx, "cnhub", "WB9001")
+	gaps, _ := m.store.Gaps(ctx, nil, "cnhub", "WB9001")
 	if len(gaps) != 1 || gaps[0].Seq != 42 || gaps[0].ClosedAt != nil {
 		t.Fatalf("gaps after 43: %+v", gaps)
 	}
@@ -63,7 +63,7 @@ func testOutOfOrderGap[TTx any](t *testing.T, e *env[TTx]) {
 	if w.State.Seq != 43 || w.State.Milestone != domain.Customs || w.State.Revision != revAt43 {
 		t.Fatalf("42 moved the aggregate: %+v", w.State)
 	}
-	gaps, _ = m.store.Gaps(ctx, "cnhub", "WB9001")
+	gaps, _ = m.store.Gaps(ctx, nil, "cnhub", "WB9001")
 	if len(gaps) != 1 || gaps[0].ClosedAt == nil || gaps[0].ClosedRawID != r42.RawID {
 		t.Fatalf("gap 42 not closed by 42: %+v", gaps)
 	}
@@ -197,7 +197,7 @@ func testNoRegressionStore[TTx any](t *testing.T, e *env[TTx]) {
 			}
 			last = w.State
 		}
-		gaps, _ := m.store.Gaps(ctx, "cnhub", waybill)
+		gaps, _ := m.store.Gaps(ctx, nil, "cnhub", waybill)
 		for _, g := range gaps {
 			if g.ClosedAt == nil {
 				t.Fatalf("%s: gap %d still open after every event arrived", waybill, g.Seq)

@@ -77,7 +77,11 @@ func (e *env[TTx]) module(t testing.TB, cs ...domain.Carrier) (*Module[TTx], *ke
 	if cs == nil {
 		cs = domain.DemoCarriers()
 	}
-	m, err := New(&module.Host[TTx]{DB: e.db, Logger: quiet()}, WithCarriers(cs...), WithClock(e.clock.Now))
+	rc, err := keelrecon.New(e.db, nil)
+	if err != nil {
+		t.Fatalf("recon: %v", err)
+	}
+	m, err := New(&module.Host[TTx]{DB: e.db, Logger: quiet(), Recon: rc}, WithCarriers(cs...), WithClock(e.clock.Now))
 	if err != nil {
 		t.Fatalf("new module: %v", err)
 	}
@@ -93,6 +97,9 @@ func (e *env[TTx]) module(t testing.TB, cs ...domain.Carrier) (*Module[TTx], *ke
 	client, err := keel.NewClient(e.driver, &keel.Config{Logger: quiet()})
 	if err != nil {
 		t.Fatalf("client: %v", err)
+	}
+	if err := rc.Start(context.Background(), client); err != nil {
+		t.Fatalf("recon start: %v", err)
 	}
 	if err := m.Start(context.Background(), client); err != nil {
 		t.Fatalf("start: %v", err)

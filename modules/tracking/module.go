@@ -105,6 +105,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 		Now: base.Clock(), M: met}
 	m.workers = &jobs.Workers[TTx]{Svc: m.svc, Clients: clients, Recheck: set.Recheck}
 	m.receiver = &web.Receiver[TTx]{Svc: m.svc, Now: base.Clock(), Log: base.Log}
+	if err := m.registerRecon(); err != nil {
+		return nil, fmt.Errorf("tracking: %w", err)
+	}
 	return m, nil
 }
 

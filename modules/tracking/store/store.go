@@ -338,8 +338,11 @@ type Gap struct {
 }
 
 // Gaps lists a waybill's gaps, open and closed.
-func (s *Store[TTx]) Gaps(ctx context.Context, carrier, waybill string) ([]Gap, error) {
-	rows, err := s.DB.Query(ctx, s.sql("GapsOf"), carrier, waybill)
+func (s *Store[TTx]) Gaps(ctx context.Context, q keelsql.Querier, carrier, waybill string) ([]Gap, error) {
+	if q == nil {
+		q = s.DB
+	}
+	rows, err := q.Query(ctx, s.sql("GapsOf"), carrier, waybill)
 	return keelsql.CollectRows(rows, err, func(r keelsql.Rows) (Gap, error) {
 		var g Gap
 		err := r.Scan(&g.Seq, &g.OpenedAt, &g.ClosedAt, &g.ClosedRawID)
