@@ -60,7 +60,7 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.clock 
 
 // New builds the module from its host: settings "tracking.carriers_file",
 // "tracking.webhook_addr", "tracking.workers", "tracking.backfill_recheck",
-// "tracking.demo_parcels".
+// "tracking.demo_parcels", "tracking.demo_interval" (see Settings).
 func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	var o options
 	for _, f := range opts {
@@ -96,6 +96,11 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 		m.carriers = append(m.carriers, c)
 		byCode[c.Code] = c
 		clients[c.Code] = carrierapi.NewClient(c)
+	}
+	if h.Demo {
+		if m.demo, err = newDemo(m.carriers, set.DemoParcels, set.DemoInterval); err != nil {
+			return nil, fmt.Errorf("tracking: demo simulators: %w", err)
+		}
 	}
 	met := ingest.NewMetrics()
 	if err := base.Register(met.Collectors()...); err != nil {

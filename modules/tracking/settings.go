@@ -25,8 +25,10 @@ type Settings struct {
 	// Recheck is how long a backfill waits when the carrier does not have
 	// the missing event yet.
 	Recheck time.Duration
-	// DemoParcels is how many parcels `keel dev` starts with.
-	DemoParcels int
+	// DemoParcels is how many parcels `keel dev` starts with, pushed one
+	// event every DemoInterval.
+	DemoParcels  int
+	DemoInterval time.Duration
 }
 
 func parseSettings(all map[string]string, demo bool) (*Settings, error) {
@@ -37,6 +39,7 @@ func parseSettings(all map[string]string, demo bool) (*Settings, error) {
 		Workers:      s.Int("workers", 32, 1, 1024),
 		Recheck:      s.Duration("backfill_recheck", 5*time.Minute, time.Second, 24*time.Hour),
 		DemoParcels:  s.Int("demo_parcels", 12, 0, 10000),
+		DemoInterval: s.Duration("demo_interval", 1500*time.Millisecond, 10*time.Millisecond, time.Minute),
 	}
 	if demo && out.WebhookAddr == "" {
 		out.WebhookAddr = "127.0.0.1:0"
