@@ -66,7 +66,6 @@ func testQuotaShares[TTx any](t *testing.T, e *env[TTx], drivers []keeldriver.Dr
 	m := insts[0].m
 	gapParcels(t, m, s, "QS", gaps)
 	// Realtime queries arrive while the backfill backlog is deep.
-	time.Sleep(300 * time.Millisecond)
 	cc, _ := m.carrier(c.Code)
 	rtStart := time.Now()
 	var rt []string

@@ -3,6 +3,7 @@ package tracking
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,20 +69,21 @@ func simCarrier(t *testing.T, c *domain.Carrier) *sim.Carrier {
 }
 
 // gapParcels gives the simulator n parcels of two events and ingests only
-// the second of each, so that every parcel has one open gap (seq 1).
+// the second of each, in one push, so that every parcel has one open gap
+// (seq 1) and the n backfills are queued at once.
 func gapParcels[TTx any](t *testing.T, m *Module[TTx], s *sim.Carrier, prefix string, n int) []string {
 	t.Helper()
-	var waybills []string
+	var waybills, raws []string
 	for i := 0; i < n; i++ {
 		wb := fmt.Sprintf("%s%05d", prefix, i)
 		evs := sim.Journey(s.Config, wb, 2, time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC), time.Hour)
 		s.AddParcel(evs...)
-		raw := fmt.Sprintf(`{"events":[{"event_id":"%s","waybill":"%s","seq":2,"code":"%s","occurred_at":"%s","location":"%s"}]}`,
-			evs[1].EventID, wb, evs[1].Code, evs[1].OccurredAt, evs[1].Location)
-		if _, err := m.svc.Ingest(context.Background(), s.Config.Code, ingest.ViaWebhook, decode(t, raw)); err != nil {
-			t.Fatal(err)
-		}
+		raws = append(raws, fmt.Sprintf(`{"event_id":"%s","waybill":"%s","seq":2,"code":"%s","occurred_at":"%s","location":"%s"}`,
+			evs[1].EventID, wb, evs[1].Code, evs[1].OccurredAt, evs[1].Location))
 		waybills = append(waybills, wb)
+	}
+	if _, err := m.svc.Ingest(context.Background(), s.Config.Code, ingest.ViaWebhook, decode(t, `{"events":[`+strings.Join(raws, ",")+`]}`)); err != nil {
+		t.Fatal(err)
 	}
 	return waybills
 }
