@@ -219,9 +219,6 @@ func (s *Service[TTx]) one(ctx context.Context, tx keelsql.Tx[TTx], c *domain.Ca
 	if err := s.Store.EnsureWaybill(ctx, tx, c.Code, ev.Waybill, now); err != nil {
 		return Result{}, nil, err
 	}
-	if err := s.Store.Touch(ctx, tx, c.Code, ev.Waybill, now); err != nil {
-		return Result{}, nil, err
-	}
 	res := Result{Result: store.Result{RawID: id, Outcome: domain.Unmapped}, Key: row.Key}
 	ms, mapped := m.Normalize(ev.Code)
 	if !mapped {
@@ -286,11 +283,8 @@ func (s *Service[TTx]) apply(ctx context.Context, tx keelsql.Tx[TTx], c *domain.
 				jobs = append(jobs, BackfillJob(c, row.Waybill, seq))
 			}
 		}
-		if row.Seq > 0 {
-			if res.GapClosed, err = s.Store.CloseGap(ctx, tx, c.Code, row.Waybill, row.Seq, rawID, now); err != nil {
-				return Result{}, nil, err
-			}
-		}
+		// No gap can be open at the new sequence: gaps lie below the
+		// current one, and this event is above it.
 		if err := s.emit(ctx, tx, TopicChanged, c.Code, row.Waybill, "r"+strconv.FormatInt(d.Next.Revision, 10), changePayload(c.Code, row, d.Next, mversion, res.GapsOpened)); err != nil {
 			return Result{}, nil, err
 		}

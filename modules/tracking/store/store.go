@@ -238,7 +238,8 @@ func scanWaybill(r keelsql.Row) (Waybill, error) {
 	return w, err
 }
 
-// EnsureWaybill creates the aggregate row of a waybill seen first now.
+// EnsureWaybill creates the aggregate row of a waybill seen first now, or
+// counts one more event received for it.
 func (s *Store[TTx]) EnsureWaybill(ctx context.Context, tx keelsql.Tx[TTx], carrier, waybill string, now time.Time) error {
 	if _, err := tx.Exec(ctx, s.sql("WaybillEnsure"), carrier, waybill, now); err != nil {
 		return fmt.Errorf("creating waybill %s/%s: %w", carrier, waybill, err)

@@ -79,8 +79,8 @@ FROM tracking_collision c JOIN tracking_raw_event r ON r.id = c.first_raw_id
 WHERE ($1 = '' OR c.carrier = $1) AND ($2 = '' OR c.waybill = $2) ORDER BY c.id DESC LIMIT $3;
 
 -- name: WaybillEnsure
-INSERT INTO tracking_waybill (carrier, waybill, first_seen_at, last_event_at) VALUES ($1, $2, $3, $3)
-ON CONFLICT (carrier, waybill) DO NOTHING;
+INSERT INTO tracking_waybill (carrier, waybill, first_seen_at, last_event_at, events) VALUES ($1, $2, $3, $3, 1)
+ON CONFLICT (carrier, waybill) DO UPDATE SET events = tracking_waybill.events + 1, last_event_at = excluded.last_event_at;
 
 -- name: WaybillGet
 SELECT carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, revision, mapping_version, events,
