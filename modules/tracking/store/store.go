@@ -279,14 +279,6 @@ func (s *Store[TTx]) Advance(ctx context.Context, tx keelsql.Tx[TTx], carrier, w
 	return n == 1, nil
 }
 
-// Touch counts an event received for a waybill.
-func (s *Store[TTx]) Touch(ctx context.Context, tx keelsql.Tx[TTx], carrier, waybill string, now time.Time) error {
-	if _, err := tx.Exec(ctx, s.sql("WaybillTouch"), carrier, waybill, now); err != nil {
-		return fmt.Errorf("touching waybill %s/%s: %w", carrier, waybill, err)
-	}
-	return nil
-}
-
 // Verified records that the carrier's own answer was just read for a
 // waybill.
 func (s *Store[TTx]) Verified(ctx context.Context, carrier, waybill string, now time.Time) error {

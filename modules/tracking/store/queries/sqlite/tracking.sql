@@ -92,9 +92,6 @@ UPDATE tracking_waybill SET milestone = ?4, seq = ?5, occurred_at = ?6, time_tru
     revision = ?9, mapping_version = ?10, updated_at = ?11
 WHERE carrier = ?1 AND waybill = ?2 AND revision = ?3;
 
--- name: WaybillTouch
-UPDATE tracking_waybill SET events = events + 1, last_event_at = ?3 WHERE carrier = ?1 AND waybill = ?2;
-
 -- name: WaybillVerified
 UPDATE tracking_waybill SET verified_at = ?3 WHERE carrier = ?1 AND waybill = ?2;
 
