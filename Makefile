@@ -15,7 +15,7 @@ BENCH_PEERS_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short build dev bench bench-peers fuzz lint fmt generate clean
+.PHONY: help test test-short build dev bench bench-peers bench-events fuzz lint fmt generate clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,6 +37,9 @@ bench: ## keel bench --mode drain -n 100000 (BENCH_N) against a throwaway Postgr
 
 bench-peers: ## Compare with peer job queues (separate module in bench/), throwaway database
 	scripts/test-env.sh bash -c 'cd bench && KEEL_DATABASE_URL="$$KEEL_TEST_DATABASE_URL" exec $(GO) run . $(BENCH_PEERS_ARGS)'
+
+bench-events: ## keel bench --mode events (outbox → JetStream → inbox) on a throwaway database and the test NATS (BENCH_N events)
+	scripts/test-env.sh bash -c 'KEEL_DATABASE_URL="$$KEEL_TEST_DATABASE_URL" KEEL_NATS_URL="$$KEEL_TEST_NATS_URL" exec $(GO) run ./cmd/keel bench --mode events -n $(BENCH_N) $(BENCH_ARGS)'
 
 fuzz: ## Run every Fuzz target for FUZZTIME (default 20s) each
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

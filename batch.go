@@ -321,6 +321,14 @@ func BatchCreate[F any, TTx any](ctx context.Context, c *Client[TTx], src BatchS
 	})
 }
 
+// BatchTokenVerify checks a preview token as BatchCreate does (signature,
+// expiry, operator, kind) without creating anything, with the same errors:
+// a module that makes a token single-use checks it before claiming it.
+func BatchTokenVerify[TTx any](ctx context.Context, c *Client[TTx], kind, token string) error {
+	_, err := c.verifyToken(ctx, token, kind)
+	return err
+}
+
 // BatchMaterialize (re)inserts the items of batch id from its stored filter
 // and snapshot time; subjects already present are skipped, so it resumes a
 // materialization that a crash interrupted.

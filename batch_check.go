@@ -31,6 +31,7 @@ func (o *batchTerminatedOutcome) Error() string { return "batch terminated: item
 // whatever its transaction type.
 type batchStater interface {
 	batchStateOf(ctx context.Context, id int64) (keeltype.BatchState, error)
+	batchKeyHeld(ctx context.Context, key string) (bool, error)
 }
 
 func (c *Client[TTx]) batchStateOf(ctx context.Context, id int64) (keeltype.BatchState, error) {
@@ -40,9 +41,10 @@ func (c *Client[TTx]) batchStateOf(ctx context.Context, id int64) (keeltype.Batc
 // BatchCheck is the check right before a batch item's side effect: call it
 // in Work immediately before calling the outside world, and return its
 // error when it returns one. nil means go ahead (the batch runs, or the job
-// is no batch item). When the batch was paused meanwhile, the error hands
-// the item back (available again, attempt returned, no failure counted);
-// it is claimed again after the batch resumes. When the batch was
+// is no batch item). When the batch was paused meanwhile, or the item's own
+// key (an auto-paused application), the error hands the item back
+// (available again, attempt returned, no failure counted); it is claimed
+// again after the batch or the key resumes. When the batch was
 // terminated, the error ends the item unprocessed. Any other error is a
 // failure to read the batch (retryable).
 func BatchCheck(ctx context.Context, job JobRef) error {
@@ -58,7 +60,19 @@ func BatchCheck(ctx context.Context, job JobRef) error {
 	if err != nil {
 		return fmt.Errorf("keel: checking batch %d: %w", row.BatchID, err)
 	}
-	return batchVerdict(st)
+	if v := batchVerdict(st); v != nil {
+		return v
+	}
+	// The key's auto-pause committed with the failure that reached the
+	// threshold; an item claimed before it must not write after it.
+	paused, err := s.batchKeyHeld(ctx, row.FlowKey)
+	if err != nil {
+		return fmt.Errorf("keel: checking flow key %q: %w", row.FlowKey, err)
+	}
+	if paused {
+		return &batchHoldOutcome{state: "key_paused"}
+	}
+	return nil
 }
 
 func batchVerdict(st keeltype.BatchState) error {

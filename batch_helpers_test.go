@@ -17,8 +17,9 @@ import (
 )
 
 // The test "module": downstream deliveries in a table of the test database,
-// requeued in bulk. Statuses follow seed 003: pending, failed, unconfirmed,
-// rejected and delivered are eligible; awaiting_ack never is (rule-skipped).
+// requeued in bulk, with the delivery module's rule: pending, failed,
+// unconfirmed, rejected and delivered are eligible; awaiting_ack never is
+// (an ACK may still arrive, so it is rule-skipped).
 
 type delivery struct {
 	ID        string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/internal/testwait"
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
@@ -63,13 +64,7 @@ func startClient[TTx any](t *testing.T, d keeldriver.Driver[TTx], cfg *keel.Conf
 // condition of the system under test, never for a fixed time.
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, within, what, cond)
 }
 
 func jobState[TTx any](t *testing.T, c *keel.Client[TTx], id int64) *keeltype.JobRow {

@@ -116,8 +116,14 @@ type autoPause struct {
 func record(l *keeltype.FlowLimit, k *keeltype.FlowKeyRow, o outcome, now time.Time) *autoPause {
 	rollWindow(l, k, now)
 	k.WindowCalls++
+	// A key already paused keeps the count its pause reported: the outcomes
+	// still arriving are of work started before the pause, and resuming
+	// resets the count anyway.
+	frozen := k.PausedAt != nil && l.AutoPauseFailures > 0
 	if o.success {
-		k.ConsecutiveFailures = 0
+		if !frozen {
+			k.ConsecutiveFailures = 0
+		}
 		k.LastSuccessAt = ptr(now)
 		if k.BreakerState == keeltype.BreakerHalfOpen {
 			k.BreakerState, k.BreakerProbesLeft, k.RampStartedAt = keeltype.BreakerClosed, 0, ptr(now)
@@ -125,7 +131,9 @@ func record(l *keeltype.FlowLimit, k *keeltype.FlowKeyRow, o outcome, now time.T
 		return nil
 	}
 	k.WindowFailures++
-	k.ConsecutiveFailures++
+	if !frozen {
+		k.ConsecutiveFailures++
+	}
 	k.LastError, k.LastFailureClass, k.LastFailureAt = o.message, string(o.class), ptr(now)
 	// Half-open lets K probes decide: the first success closes; the breaker
 	// reopens once every probe was let through and none has succeeded.

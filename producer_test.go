@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelwork/keel/internal/testwait"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -87,11 +88,5 @@ func (p *producer) deferred() bool {
 // waitFor polls cond until it holds, failing after 30 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 30s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "the condition", cond)
 }

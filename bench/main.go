@@ -37,6 +37,7 @@ type options struct {
 	Only          string // "" (both), "keel" or "river": one engine, no ratios
 	River         riverTuning
 	Verbose       bool
+	NATSURL       string // events: the JetStream server both sides publish to
 }
 
 func main() {
@@ -70,7 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	var modes string
 	fs.StringVar(&o.DatabaseURL, "database-url", envURL(), "PostgreSQL URL (default $KEEL_DATABASE_URL, then $KEEL_TEST_DATABASE_URL); each run uses a fresh schema in it")
-	fs.StringVar(&modes, "mode", "drain", "drain, continuous or latency; a comma-separated list runs each in turn")
+	fs.StringVar(&modes, "mode", "drain", "drain, continuous or latency; a comma-separated list runs each in turn; or events (Keel's relay against Watermill's SQL outbox forwarder, to JetStream)")
+	fs.StringVar(&o.NATSURL, "nats-url", defaultNATSURL(), "events: JetStream server (default $KEEL_NATS_URL, then $KEEL_TEST_NATS_URL, then nats://127.0.0.1:4222)")
 	fs.IntVar(&o.N, "n", 100000, "drain: jobs inserted up front, then worked down (the timed part)")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "continuous and latency: how long to run")
 	fs.IntVar(&o.Rate, "rate", 1000, "latency: offered jobs/s, one insert per job")
@@ -89,15 +91,18 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	for m := range strings.SplitSeq(modes, ",") {
 		switch m = strings.TrimSpace(m); m {
-		case "drain", "continuous", "latency":
+		case "drain", "continuous", "latency", "events":
 			o.Modes = append(o.Modes, m)
 		default:
-			return nil, fmt.Errorf("--mode %q is not drain, continuous or latency", m)
+			return nil, fmt.Errorf("--mode %q is not drain, continuous, latency or events", m)
 		}
 	}
+	if err := validEventsMode(o.Modes); err != nil {
+		return nil, err
+	}
 	switch {
-	case o.Only != "" && o.Only != "keel" && o.Only != "river":
-		return nil, fmt.Errorf("--only %q is not keel or river", o.Only)
+	case o.Only != "" && o.Only != "keel" && o.Only != "river" && o.Only != "watermill":
+		return nil, fmt.Errorf("--only %q is not keel, river or watermill", o.Only)
 	case o.Rounds < 1:
 		return nil, errors.New("--rounds must be ≥ 1")
 	case o.Workers < 1:
@@ -131,6 +136,7 @@ func engines(t riverTuning) (keel, river engine) {
 // modeSummary is what the rounds of one mode measured.
 type modeSummary struct {
 	Mode         string
+	Peer         string // "" for River; the River fields hold the peer's results
 	Keel, River  []*Result
 	RiverDefault *Result // nil unless --river-defaults
 }
@@ -141,6 +147,16 @@ func run(ctx context.Context, o *options, out io.Writer) error {
 	for _, mode := range o.Modes {
 		cfg := o.runConfig
 		cfg.Mode = mode
+		if mode == "events" {
+			s, err := runEventsMode(ctx, &cfg, o, out)
+			if err != nil {
+				return fmt.Errorf("%s: %w", mode, err)
+			}
+			if s != nil {
+				sums = append(sums, s)
+			}
+			continue
+		}
 		if o.Only != "" {
 			if err := runOnly(ctx, &cfg, o, out); err != nil {
 				return fmt.Errorf("%s: %w", mode, err)
@@ -265,6 +281,10 @@ func (s *modeSummary) summary() string {
 		return line
 	}
 	jps := func(r *Result) float64 { return r.JobsPerSec }
+	if s.Peer != "" {
+		return fmt.Sprintf("peers: %s relay keel %.0f events/s, %s %.0f events/s, ratio %.2fx (median of %d)",
+			s.Mode, pick(s.Keel, jps), s.Peer, pick(s.River, jps), ratios(func(k, r *Result) float64 { return k.JobsPerSec / r.JobsPerSec }), n)
+	}
 	line := fmt.Sprintf("peers: %s keel %.0f jobs/s, river %.0f jobs/s, ratio %.2fx (median of %d)",
 		s.Mode, pick(s.Keel, jps), pick(s.River, jps), ratios(func(k, r *Result) float64 { return k.JobsPerSec / r.JobsPerSec }), n)
 	if d := s.RiverDefault; d != nil {

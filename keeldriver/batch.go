@@ -60,6 +60,24 @@ type BatchExecutor interface {
 	BatchItems(ctx context.Context, params *BatchItemsParams) ([]*keeltype.JobRow, error)
 	// BatchSetLastError records an error on the batch (an auto-paused key).
 	BatchSetLastError(ctx context.Context, id int64, msg string) error
+	// BatchItemSettle ends a batch item parked for its counterpart's ACK
+	// (waiting with wait reason "ack", or made available by its wait's
+	// deadline and not claimed since) in a final state, without running it
+	// again. Conditional on that state: ok=false when the item moved (it was
+	// claimed, woken or ended meanwhile). Returns the item's flow key and
+	// queue for the caller's failure accounting.
+	BatchItemSettle(ctx context.Context, params *BatchItemSettleParams) (ok bool, flowKey, queue string, err error)
+}
+
+// BatchItemSettleParams: see BatchExecutor.BatchItemSettle. State is
+// completed, failed or cancelled; Error (optional) is appended to the
+// item's error history with the row's attempt and fence.
+type BatchItemSettleParams struct {
+	ID     int64
+	State  keeltype.JobState
+	Result json.RawMessage
+	Error  *keeltype.AttemptError
+	Now    *time.Time
 }
 
 // BatchInsertParams: see BatchExecutor.BatchInsert.

@@ -18,7 +18,9 @@ import (
 // consumer whose topics match. Subscribers claim due deliveries under a
 // lease (the ack wait) and delete them on acknowledgement, fenced by the
 // attempt number; an ordered consumer only ever claims the oldest delivery
-// of each partition, so a redelivery holds the partition back.
+// of each partition, so a redelivery holds the partition back. While a
+// handler runs its lease is extended every third of the ack wait: only a
+// process that died (or lost the database) has its deliveries redelivered.
 //
 // The table is the queue: any number of processes may subscribe with the
 // same consumer (FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one
@@ -118,6 +120,9 @@ func (b *DatabaseBus[TTx]) Publish(ctx context.Context, msgs []Message) (int, er
 			return 0, err
 		}
 	}
+	if b.d.pg {
+		return b.publishPG(ctx, msgs)
+	}
 	woken := map[string]bool{}
 	err := b.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
 		clear(woken)
@@ -155,6 +160,34 @@ func (b *DatabaseBus[TTx]) Publish(ctx context.Context, msgs []Message) (int, er
 	}
 	b.wake(woken)
 	return len(msgs), nil
+}
+
+// publishPG publishes msgs in one statement (one round trip, atomic).
+func (b *DatabaseBus[TTx]) publishPG(ctx context.Context, msgs []Message) (int, error) {
+	n := len(msgs)
+	topics, ids, keys, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	payloads, headers, digests := make([]string, n), make([]string, n), make([]string, n)
+	parts := make([]int32, n)
+	emitted := make([]time.Time, n)
+	for i, m := range msgs {
+		topics[i], ids[i], keys[i], types[i] = m.Topic, m.ID, m.Key, m.Type
+		payloads[i], headers[i], digests[i] = string(m.Payload), encodeHeaders(m.Headers), m.Digest
+		parts[i], emitted[i] = int32(m.Partition), m.EmittedAt.UTC()
+	}
+	rows, err := b.db.Query(ctx, b.d.sql("BusPublish"), topics, ids, keys, types, parts, payloads, headers, digests, emitted, now())
+	names, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("publishing %d messages: %w", n, err)
+	}
+	woken := map[string]bool{}
+	for _, c := range names {
+		woken[c] = true
+	}
+	b.wake(woken)
+	return n, nil
 }
 
 func scanBusConsumer(r keelsql.Rows) (busConsumer, error) {
@@ -341,6 +374,9 @@ func (s *dbSubscriber[TTx]) claim(ctx context.Context) (int, error) {
 		name = "BusClaimOrdered"
 	}
 	at := now()
+	if s.b.d.pg {
+		return s.claimPG(ctx, name+"Fetch", at, free)
+	}
 	rows, err := s.b.db.Query(ctx, s.b.d.sql(name), s.sub.Consumer, at, at.Add(s.sub.AckWait), s.owner, free)
 	got, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (claimed, error) {
 		var c claimed
@@ -364,6 +400,34 @@ func (s *dbSubscriber[TTx]) claim(ctx context.Context) (int, error) {
 		s.slots <- struct{}{}
 		s.wg.Add(1)
 		go s.deliver(m.seq, &Delivery{Message: m.Message, Attempt: attempts[m.seq]})
+	}
+	return len(msgs), nil
+}
+
+func (s *dbSubscriber[TTx]) claimPG(ctx context.Context, name string, at time.Time, free int) (int, error) {
+	rows, err := s.b.db.Query(ctx, s.b.d.sql(name), s.sub.Consumer, at, at.Add(s.sub.AckWait), s.owner, free)
+	type claimedMsg struct {
+		seqMessage
+		attempt int
+	}
+	msgs, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (claimedMsg, error) {
+		var m claimedMsg
+		var payload, headers string
+		err := r.Scan(&m.seq, &m.Topic, &m.ID, &m.Key, &m.Type, &m.Partition, &payload, &headers, &m.Digest, &m.EmittedAt, &m.attempt)
+		if err != nil {
+			return m, err
+		}
+		m.Payload, m.EmittedAt = []byte(payload), m.EmittedAt.UTC()
+		m.Headers, err = decodeHeaders(headers)
+		return m, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claiming deliveries: %w", err)
+	}
+	for _, m := range msgs {
+		s.slots <- struct{}{}
+		s.wg.Add(1)
+		go s.deliver(m.seq, &Delivery{Message: m.Message, Attempt: m.attempt})
 	}
 	return len(msgs), nil
 }
@@ -395,7 +459,9 @@ func (s *dbSubscriber[TTx]) deliver(seq int64, d *Delivery) {
 		s.wg.Done()
 		s.poke()
 	}()
+	stopExtend := s.extend(seq, d.Attempt)
 	err := s.call(d)
+	stopExtend()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.handCtx), 30*time.Second)
 	defer cancel()
 	if err == nil {
@@ -409,6 +475,35 @@ func (s *dbSubscriber[TTx]) deliver(seq int64, d *Delivery) {
 	if _, err := s.b.db.Exec(ctx, s.b.d.sql("BusNack"), s.sub.Consumer, seq, d.Attempt, at); err != nil {
 		s.b.logger.Error("keelevents: scheduling a redelivery", "consumer", s.sub.Consumer, "topic", d.Topic, "id", d.ID, "err", err)
 	}
+}
+
+// extend keeps the delivery leased while its handler runs longer than a
+// third of the ack wait, so a slow handler is not redelivered (and, for an
+// ordered consumer, its partition not handed on) while it still works. A
+// process that dies stops extending: its deliveries come back after the
+// ack wait.
+func (s *dbSubscriber[TTx]) extend(seq int64, attempt int) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(s.sub.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(s.handCtx), s.sub.AckWait/3)
+				_, err := s.b.db.Exec(ctx, s.b.d.sql("BusExtend"), s.sub.Consumer, seq, attempt, now().Add(s.sub.AckWait))
+				cancel()
+				if err != nil {
+					s.b.logger.Warn("keelevents: extending a delivery's lease", "consumer", s.sub.Consumer, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func (s *dbSubscriber[TTx]) call(d *Delivery) (err error) {

@@ -1,8 +1,11 @@
 package keelevents_test
 
 import (
+	"context"
 	"database/sql"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,4 +25,43 @@ func runBusSuite[TTx any](t *testing.T, env *tenv[TTx]) {
 		}
 		return b
 	})
+}
+
+// A handler running longer than the ack wait keeps its delivery: the
+// in-database bus extends the lease while the handler runs.
+func TestDatabaseBusSlowHandler(t *testing.T) {
+	each(t, testSlowHandler[pgx.Tx], testSlowHandler[*sql.Tx])
+}
+
+func testSlowHandler[TTx any](t *testing.T, env *tenv[TTx]) {
+	b, err := keelevents.NewDatabaseBus(env.db, &keelevents.DatabaseBusConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var calls atomic.Int32
+	done := make(chan struct{})
+	ctx := context.Background()
+	s, err := b.Subscribe(ctx, keelevents.Subscription{Consumer: "slow", Topics: []string{"s.x"}, AckWait: 300 * time.Millisecond},
+		func(ctx context.Context, d *keelevents.Delivery) error {
+			if calls.Add(1) == 1 {
+				time.Sleep(time.Second) // the handler's own slow work, three ack waits long
+				close(done)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(ctx)
+	if _, err := b.Publish(ctx, []keelevents.Message{bustest.Msg("s.x", "slow-1", "k", 0, `{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	eventually(t, "the acknowledgement", func() bool {
+		return count(t, env, "SELECT count(*) FROM keel_events_bus_delivery") == 0
+	})
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("a handler slower than the ack wait was called %d times", n)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,7 +112,8 @@ type Events[TTx any] struct {
 	m   *metrics
 
 	partsMu sync.Mutex
-	parts   int // 0 until read from (or written to) the database
+	parts   int    // 0 until read from (or written to) the database
+	channel string // PostgreSQL: the channel EmitTx notifies
 
 	mu        sync.Mutex
 	consumers map[string]*consumer[TTx]
@@ -122,6 +124,7 @@ type Events[TTx any] struct {
 	done      []chan struct{}
 
 	relayWake chan struct{}
+	listening atomic.Bool // the outbox listener is connected
 }
 
 // New returns the events backbone on db publishing to bus. The events line
@@ -158,11 +161,13 @@ func (e *Events[TTx]) partitions(ctx context.Context, q keelsql.Querier) (int, e
 		return e.parts, nil
 	}
 	var n int
+	initialized := false
 	err := q.QueryRow(ctx, e.d.sql("MetaGet")).Scan(&n)
 	if errors.Is(err, keelsql.ErrNoRows) {
 		if _, err := q.Exec(ctx, e.d.sql("MetaInit"), cmp.Or(e.cfg.Partitions, DefaultPartitions)); err != nil {
 			return 0, fmt.Errorf("fixing the partition count: %w", err)
 		}
+		initialized = true
 		err = q.QueryRow(ctx, e.d.sql("MetaGet")).Scan(&n)
 	}
 	if err != nil {
@@ -170,6 +175,18 @@ func (e *Events[TTx]) partitions(ctx context.Context, q keelsql.Querier) (int, e
 	}
 	if e.cfg.Partitions != 0 && e.cfg.Partitions != n {
 		return 0, fmt.Errorf("%w: Config.Partitions is %d but this database was set up with %d partitions", ErrInvalid, e.cfg.Partitions, n)
+	}
+	if e.d.pg {
+		var ns string
+		if err := q.QueryRow(ctx, e.d.sql("CurrentSchema")).Scan(&ns); err != nil {
+			return 0, fmt.Errorf("reading the schema: %w", err)
+		}
+		e.channel = notifyChannel(ns, outboxTopic)
+	}
+	if initialized {
+		// Written in q, which may be a caller's transaction that rolls
+		// back: read it again next time rather than trust it.
+		return n, nil
 	}
 	e.parts = n
 	return n, nil
@@ -200,14 +217,27 @@ func (e *Events[TTx]) EmitTx(ctx context.Context, tx keelsql.Tx[TTx], ev Event) 
 		return err
 	}
 	digest := Digest(payload)
-	n, err := tx.Exec(ctx, e.d.sql("OutboxInsert"), ev.Topic, ev.ID, ev.Key, cmp.Or(ev.Type, ev.Topic),
-		PartitionOf(ev.Key, parts), string(payload), encodeHeaders(ev.Headers), digest, now())
+	args := []any{ev.Topic, ev.ID, ev.Key, cmp.Or(ev.Type, ev.Topic),
+		PartitionOf(ev.Key, parts), string(payload), encodeHeaders(ev.Headers), digest, now()}
+	var n int64
+	if e.d.pg {
+		// The notification is delivered at commit: relays listening in any
+		// process wake then.
+		err = tx.QueryRow(ctx, e.d.sql("OutboxInsertNotify"), append(args, e.channel)...).Scan(&n)
+	} else {
+		n, err = tx.Exec(ctx, e.d.sql("OutboxInsert"), args...)
+	}
 	if err != nil {
 		return fmt.Errorf("writing event %s/%s: %w", ev.Topic, ev.ID, err)
 	}
 	if n == 1 {
 		e.m.emitted.Inc()
-		e.kickRelay()
+		if !e.listening.Load() {
+			// Without a listener (SQLite, or no engine client given to
+			// Start) wake this process's relay, which polls briefly until
+			// the commit.
+			e.kickRelay()
+		}
 		return nil
 	}
 	var existing string

@@ -380,3 +380,66 @@ func testArchive[TTx any](t *testing.T, env *tenv[TTx]) {
 		t.Fatalf("topic stats %+v, %v", ts, err)
 	}
 }
+
+// flakyBus stores every publish but reports the first few as unknown, as a
+// timeout after the broker stored the message would.
+type flakyBus struct {
+	keelevents.Bus
+	unknown atomic.Int32
+}
+
+func (f *flakyBus) Publish(ctx context.Context, msgs []keelevents.Message) (int, error) {
+	n, err := f.Bus.Publish(ctx, msgs)
+	if err == nil && f.unknown.Add(-1) >= 0 {
+		return 0, fmt.Errorf("%w: timed out waiting for the acknowledgement", keelevents.ErrOutcomeUnknown)
+	}
+	return n, err
+}
+
+func TestUnknownOutcomeRepublished(t *testing.T) {
+	each(t, testUnknownOutcome[pgx.Tx], testUnknownOutcome[*sql.Tx])
+}
+
+func testUnknownOutcome[TTx any](t *testing.T, env *tenv[TTx]) {
+	effectTable(t, env)
+	inner, err := keelevents.NewDatabaseBus(env.db, &keelevents.DatabaseBusConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inner.Close() })
+	bus := &flakyBus{Bus: inner}
+	bus.unknown.Store(3)
+	cfg := fastConfig()
+	cfg.MaxPoll = 10 * time.Millisecond
+	ev, err := keelevents.New(env.db, bus, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	if err := ev.Consume(keelevents.Consumer[TTx]{Name: "c", Topics: []string{"t.x"},
+		Handle: func(ctx context.Context, tx keelsql.Tx[TTx], d *keelevents.Delivery) error {
+			calls.Add(1)
+			_, err := tx.Exec(ctx, insertEffect(env.driver), "c", d.ID, d.Key)
+			return err
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, env, ev)
+	emit(t, env, ev, keelevents.Event{Topic: "t.x", ID: "once", Key: "k", Payload: json.RawMessage(`{}`)})
+	ctx := context.Background()
+	eventually(t, "the event marked after unknown outcomes", func() bool {
+		ts, err := ev.TopicStats(ctx)
+		return err == nil && len(ts) == 1 && ts[0].Backlog == 0
+	})
+	ts, _ := ev.TopicStats(ctx)
+	if ts[0].Unknown != 3 || ts[0].Attempts != 4 {
+		t.Fatalf("stats after 3 unknown outcomes: %+v", ts[0])
+	}
+	eventually(t, "the effect", func() bool { return count(t, env, "SELECT count(*) FROM t_effect") == 1 })
+	if n := count(t, env, "SELECT count(*) FROM keel_events_bus_message"); n != 1 {
+		t.Fatalf("%d bus messages for one event republished 4 times", n)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("handler called %d times", calls.Load())
+	}
+}

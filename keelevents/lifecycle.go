@@ -49,6 +49,9 @@ func (e *Events[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	if !e.cfg.DisableRelay {
 		r := &relay[TTx]{e: e, owner: instanceID(), held: map[int]int64{}}
 		e.goRun(func() { r.run(runCtx) })
+		if client != nil && e.d.pg && client.Driver().SupportsListener() {
+			e.goRun(func() { e.listenOutbox(runCtx, client.Driver()) })
+		}
 	}
 	e.goRun(func() { e.refreshLoop(runCtx) })
 	return nil

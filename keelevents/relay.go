@@ -218,41 +218,48 @@ func (r *relay[TTx]) publishOnce(ctx context.Context) (int, error) {
 	return marked, nil
 }
 
-// mark records rows as published, per partition, fenced by the lease.
+// mark records rows as published in one statement, fenced by the leases:
+// a row of a partition another relay took since is not marked, and the
+// partition is dropped from this relay's set.
 func (r *relay[TTx]) mark(ctx context.Context, rows []pendingRow) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
 	e := r.e
-	byPart := map[int][]int64{}
-	for _, p := range rows {
-		byPart[p.Partition] = append(byPart[p.Partition], p.seq)
+	parts, err := e.partitions(ctx, e.db)
+	if err != nil {
+		return 0, err
 	}
-	marked := 0
-	var lost []int
-	at := now()
-	err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		marked, lost = 0, lost[:0]
-		for part, seqs := range byPart {
-			n, err := tx.Exec(ctx, e.d.sql("OutboxMark"), at, e.d.int64s(seqs), part, r.owner, r.held[part])
-			if err != nil {
-				return err
-			}
-			marked += int(n)
-			if int(n) < len(seqs) {
-				lost = append(lost, part)
-			}
+	fences := make([]int64, parts)
+	for p, f := range r.held {
+		if p < parts {
+			fences[p] = f
 		}
-		return nil
+	}
+	seqs := make([]int64, len(rows))
+	want := map[int]int{}
+	for i, p := range rows {
+		seqs[i] = p.seq
+		want[p.Partition]++
+	}
+	res, err := e.db.Query(ctx, e.d.sql("OutboxMark"), now(), e.d.int64s(seqs), r.owner, e.d.int64s(fences))
+	got, err := keelsql.CollectRows(res, err, func(rs keelsql.Rows) (int, error) {
+		var p int
+		return p, rs.Scan(&p)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("marking %d events published: %w", len(rows), err)
 	}
-	for _, p := range lost {
-		// The fence moved: another relay holds the partition now.
-		delete(r.held, p)
-		e.m.fencedMarks.Inc()
+	for _, p := range got {
+		want[p]--
 	}
-	e.m.published.Add(float64(marked))
-	return marked, nil
+	for p, missing := range want {
+		if missing > 0 {
+			// The fence moved: another relay holds the partition now.
+			delete(r.held, p)
+			e.m.fencedMarks.Inc()
+		}
+	}
+	e.m.published.Add(float64(len(got)))
+	return len(got), nil
 }

@@ -316,3 +316,31 @@ func (e *executor) BatchSetLastError(ctx context.Context, id int64, msg string) 
 	}
 	return nil
 }
+
+var sqlBatchItemSettle = queries.Get("BatchItemSettle")
+
+// BatchItemSettle ends an item parked for its ACK without running it again.
+func (e *executor) BatchItemSettle(ctx context.Context, p *keeldriver.BatchItemSettleParams) (bool, string, string, error) {
+	var result, errEntry *string
+	if len(p.Result) > 0 {
+		s := string(p.Result)
+		result = &s
+	}
+	if p.Error != nil {
+		raw, err := json.Marshal(map[string]any{"class": p.Error.Class, "message": p.Error.Message})
+		if err != nil {
+			return false, "", "", err
+		}
+		s := string(raw)
+		errEntry = &s
+	}
+	var key, queue string
+	err := e.db.QueryRow(ctx, sqlBatchItemSettle, p.ID, string(p.State), result, errEntry, nullTime(p.Now)).Scan(&key, &queue)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, "", "", nil
+	}
+	if err != nil {
+		return false, "", "", fmt.Errorf("keelpgx: settling batch item %d: %w", p.ID, err)
+	}
+	return true, key, queue, nil
+}

@@ -351,3 +351,38 @@ func testOutputChecked[TTx any](t *testing.T, e *env[TTx]) {
 		t.Fatalf("a refused run wrote %d discrepancies", n)
 	}
 }
+
+func TestOlderCutoffRecordsButDoesNotApply(t *testing.T) {
+	both(t, testOlderCutoff[pgx.Tx], testOlderCutoff[*sql.Tx])
+}
+
+func testOlderCutoff[TTx any](t *testing.T, e *env[TTx]) {
+	seedLedgers(e)
+	now := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	e.run(now)
+	// Before the data existed: nothing to compare. Applied, it would
+	// resolve every discrepancy; as a late run it only records its figures.
+	late := e.run(now.Add(-2 * time.Hour))
+	if late.Applied || late.Found != 0 || late.Resolved != 0 {
+		t.Fatalf("late run: applied %t found %d resolved %d", late.Applied, late.Found, late.Resolved)
+	}
+	if got := e.byKey(keelrecon.AmountMismatch, "p-amount"); got.State != keelrecon.StateOpen {
+		t.Fatalf("a late run moved a discrepancy to %s", got.State)
+	}
+	// Concurrent runs over two cutoffs: whichever order they apply in, the
+	// newer cutoff's result stands.
+	var wg sync.WaitGroup
+	for _, c := range []time.Time{now.Add(-2 * time.Hour), now.Add(time.Second)} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.recon.Run(as("alice"), "ledger", c); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := e.byKey(keelrecon.AmountMismatch, "p-amount"); got.State != keelrecon.StateOpen {
+		t.Fatalf("after concurrent runs: %s", got.State)
+	}
+}

@@ -208,6 +208,9 @@ func (r *Recon[TTx]) apply(ctx context.Context, name string, runID int64, cutoff
 	}
 	sys := keel.WithActor(ctx, SystemActor)
 	return r.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		if _, err := tx.Exec(ctx, r.q.Get("RunApplyLock"), name); err != nil {
+			return fmt.Errorf("waiting for the reconciler's other applies: %w", err)
+		}
 		var latest time.Time
 		err := tx.QueryRow(ctx, r.q.Get("RunLatestAppliedCutoff"), name, true).Scan(&latest)
 		if err != nil && !isNotFound(err) {
@@ -217,6 +220,9 @@ func (r *Recon[TTx]) apply(ctx context.Context, name string, runID int64, cutoff
 			return nil
 		}
 		res.applied = true
+		if _, err := tx.Exec(ctx, r.q.Get("RunMarkApplied"), runID, true); err != nil {
+			return fmt.Errorf("marking run %d applied: %w", runID, err)
+		}
 		for i := range ds {
 			if err := r.applyOne(sys, c, tx, name, runID, &ds[i], res); err != nil {
 				return err

@@ -2,6 +2,9 @@ package keelsql_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -57,4 +60,25 @@ func testArray[TTx any](t *testing.T, db keelsql.DB[TTx], ints, strs, times stri
 	if err != nil {
 		t.Fatalf("times: %v", err)
 	}
+}
+
+// A list goes to a statement the same way on both databases; each
+// dialect's .sql file reads it in its own form.
+func ExampleArrayOf() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "keelsql-example")
+	defer os.RemoveAll(dir)
+	d, err := keelsqlite.Open(filepath.Join(dir, "x.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close()
+	db := keelsql.SQLite(d.DB())
+	// PostgreSQL: SELECT count(*) FROM unnest($1::bigint[]) AS id WHERE id > 1
+	var n int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM json_each(?1) WHERE value > 1", keelsql.ArrayOf([]int64{1, 2, 3})).Scan(&n); err != nil {
+		panic(err)
+	}
+	fmt.Println(n)
+	// Output: 2
 }

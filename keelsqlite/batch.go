@@ -320,3 +320,28 @@ func (e *executor) BatchSetLastError(ctx context.Context, id int64, msg string) 
 		return err
 	})
 }
+
+// BatchItemSettle ends an item parked for its ACK without running it again.
+func (e *executor) BatchItemSettle(ctx context.Context, p *keeldriver.BatchItemSettleParams) (bool, string, string, error) {
+	now := resolveNow(p.Now)
+	var result, errClass, errMessage any
+	if len(p.Result) > 0 {
+		result = string(p.Result)
+	}
+	if p.Error != nil {
+		errClass, errMessage = string(p.Error.Class), p.Error.Message
+	}
+	var key, queue string
+	ok := false
+	err := e.write(ctx, "settling a batch item", func(q dbtx) error {
+		err := q.QueryRowContext(ctx, queries.Get("BatchItemSettle"), sql.Named("id", p.ID), sql.Named("state", string(p.State)),
+			sql.Named("result", result), sql.Named("err_class", errClass), sql.Named("err_message", errMessage),
+			sql.Named("err_at", now.UTC().Format(time.RFC3339Nano)), sql.Named("now", micros(now))).Scan(&key, &queue)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		ok = err == nil
+		return err
+	})
+	return ok, key, queue, err
+}

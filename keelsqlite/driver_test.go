@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelwork/keel/internal/testwait"
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keeltype"
 )
@@ -156,7 +157,7 @@ func TestNotifyInProcess(t *testing.T) {
 		_, err := deaf.WaitForNotification(ctx)
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	testwait.For(t, 5*time.Second, "the waiter to block", func() bool { return deaf.(*listener).blocked.Load() == 1 })
 	_ = deaf.Close(ctx)
 	if err := <-done; !errors.Is(err, keeldriver.ErrClosed) {
 		t.Fatalf("after close: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/keelwork/keel/keeldriver"
 )
@@ -74,6 +75,9 @@ type listener struct {
 	wake   chan struct{} // capacity 1: a pending wake-up coalesces the rest
 	done   chan struct{} // closed by Close or by the Driver closing
 	closed bool
+	// blocked counts callers of WaitForNotification asleep in it, so a test
+	// can wait until one is blocked instead of sleeping.
+	blocked atomic.Int32
 }
 
 var _ keeldriver.Listener = (*listener)(nil)
@@ -157,12 +161,15 @@ func (l *listener) WaitForNotification(ctx context.Context) (*keeldriver.Notific
 		if n, err := l.pop(); n != nil || err != nil {
 			return n, err
 		}
+		l.blocked.Add(1)
 		select {
 		case <-l.wake:
 		case <-l.done:
 		case <-ctx.Done():
+			l.blocked.Add(-1)
 			return nil, fmt.Errorf("keelsqlite: waiting for notification: %w", ctx.Err())
 		}
+		l.blocked.Add(-1)
 	}
 }
 

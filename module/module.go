@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
@@ -142,6 +143,11 @@ type Host[TTx any] struct {
 	// Settings are module settings from the server's configuration
 	// (flags, environment, file), keyed "<module>.<name>".
 	Settings map[string]string
+	// Events is the events backbone: EmitTx in the module's transactions,
+	// Consume (in New or Configure, before Start) for its consumers. Nil
+	// when the host runs without events (then a module that needs them
+	// refuses to build).
+	Events *keelevents.Events[TTx]
 	// Recon runs the module's reconcilers (Recon.Register in the module's
 	// constructor) and holds the four-eyes approvals (Recon.Approvals) for
 	// actions of kinds the module registers. Nil where the host offers none.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,7 +44,9 @@ func root() *cobra.Command {
 	cmd.PersistentFlags().String("schema", os.Getenv("KEEL_SCHEMA"), "PostgreSQL schema for Keel's tables (env KEEL_SCHEMA)")
 	cmd.PersistentFlags().String("server", os.Getenv("KEEL_SERVER"), "admin verbs: act through this server's API (token from env KEEL_TOKEN) instead of --database-url (env KEEL_SERVER)")
 	cmd.PersistentFlags().Bool("json", false, "admin verbs: print JSON for scripts instead of tables")
-	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd(), batchesCmd(), reservationsCmd(), trackingCmd())
+	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd(), batchesCmd(), eventsCmd(), reconCmd(), approvalsCmd())
+	cmd.AddCommand(moduleCmds()...)
+	cmd.AddCommand(trackingCmd())
 	return cmd
 }
 
@@ -86,8 +89,13 @@ func migrateCmd() *cobra.Command {
 func benchCmd() *cobra.Command {
 	cfg := &keelbench.Config{}
 	var claimStats bool
-	cmd := &cobra.Command{Use: "bench", Short: "Measure throughput or latency (drain, continuous, latency)",
+	ev := &keelbench.EventsConfig{}
+	var phases string
+	cmd := &cobra.Command{Use: "bench", Short: "Measure throughput or latency (drain, continuous, latency, events)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Mode == "events" {
+				return benchEvents(cmd, cfg, ev, phases)
+			}
 			if claimStats {
 				cfg.ClaimStats = cmd.OutOrStdout()
 			}
@@ -97,7 +105,10 @@ func benchCmd() *cobra.Command {
 			}
 			return cli.Bench(cmd.Context(), cfg, cmd.OutOrStdout())
 		}}
-	cmd.Flags().StringVar(&cfg.Mode, "mode", "drain", "drain, continuous or latency")
+	cmd.Flags().StringVar(&cfg.Mode, "mode", "drain", "drain, continuous, latency or events (outbox → JetStream → inbox on PostgreSQL)")
+	cmd.Flags().StringVar(&ev.NATSURL, "nats-url", os.Getenv("KEEL_NATS_URL"), "events: JetStream server (default: an embedded one) (env KEEL_NATS_URL)")
+	cmd.Flags().StringVar(&phases, "phases", "relay,e2e,latency,memory", "events: phases to run")
+	cmd.Flags().BoolVar(&ev.Ordered, "ordered", false, "events: ordered (per-partition) consumer")
 	cmd.Flags().IntVarP(&cfg.N, "n", "n", 100000, "drain: number of jobs")
 	cmd.Flags().DurationVar(&cfg.Duration, "duration", 10*time.Second, "continuous/latency: how long")
 	cmd.Flags().IntVar(&cfg.Rate, "rate", 1000, "latency: offered jobs per second")
@@ -106,6 +117,18 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.FinishedRows, "finished-rows", 0, "pre-fill this many completed jobs")
 	cmd.Flags().BoolVar(&claimStats, "claim-stats", false, "also print how many claim statements ran and their mean duration")
 	return cmd
+}
+
+// benchEvents runs the events mode with -n, --rate and --duration.
+func benchEvents(cmd *cobra.Command, cfg *keelbench.Config, ev *keelbench.EventsConfig, phases string) error {
+	ev.DatabaseURL, _ = dbFlags(cmd)
+	ev.N, ev.Rate, ev.Duration = cfg.N, cfg.Rate, cfg.Duration
+	for _, p := range strings.Split(phases, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			ev.Phases = append(ev.Phases, p)
+		}
+	}
+	return cli.BenchEvents(cmd.Context(), ev, cmd.OutOrStdout())
 }
 
 func dbFlags(cmd *cobra.Command) (url, schema string) {

@@ -154,9 +154,11 @@ func TestDevShowsMovingWork(t *testing.T) {
 	dir := t.TempDir()
 	devArgs := []string{"dev", "--data", dir, "--addr", "127.0.0.1:0", "--module-settings", "delivery.cmpp_addr=127.0.0.1:0"}
 	p := start(t, nil, devArgs...)
-	assertDevJetStream(t, p.await(t, natsLine, 30*time.Second)[1])
+	natsURL := p.await(t, natsLine, 30*time.Second)[1]
+	assertDevJetStream(t, natsURL)
 	token := p.await(t, tokenLine, 30*time.Second)[1]
 	url := p.await(t, consoleLine, 30*time.Second)[1]
+	assertDevRelaysToJetStream(t, filepath.Join(dir, "keel.db"), natsURL)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var page api.Page[*api.Job]
@@ -164,7 +166,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 		jobs := getJSON(t, url+"/api/v1/jobs?state=completed&limit=5", token, &page) == 200 && len(page.Data) > 0
 		// The delivery module's simulators: a carrier's status report
 		// pushed to a demo customer over CMPP and acknowledged by it.
-		sms := getJSON(t, url+"/admin/operations/downstream-deliveries?status=delivered&page_size=10", token, &delivered) == 200 &&
+		sms := getJSON(t, url+"/admin/operations/downstream-deliveries?status=delivered&size=10", token, &delivered) == 200 &&
 			len(delivered.Items) > 0
 		if jobs && sms {
 			break
@@ -174,6 +176,10 @@ func TestDevShowsMovingWork(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval, not synchronization
 	}
+	// The reservation module's availability events travel on the embedded
+	// broker, and its ordered inbox consumer takes them off it.
+	awaitStreamMsgs(t, natsURL, "KEEL_RESERVATION", 1)
+	awaitConsumed(t, natsURL, "KEEL_RESERVATION")
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v", err)

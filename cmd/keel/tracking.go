@@ -60,7 +60,7 @@ func trackingCmd() *cobra.Command {
 				return cli.TrackingActivate(ctx, c, o, args[0], v, reason)
 			})
 		}}
-	activate.Flags().StringVar(&reason, "reason", "", reservationReasonHelp)
+	activate.Flags().StringVar(&reason, "reason", "", "why, at least 5 characters (goes to the audit log)")
 	cmd.AddCommand(search, waybill, carriers, replay, activate)
 	return cmd
 }

@@ -48,8 +48,13 @@ type APIClient struct {
 // ProblemError is a problem document returned by the API.
 type ProblemError struct{ api.Problem }
 
+// Error says what is wrong for a person: the detail (or the title when
+// there is none), with the stable code for scripts and searches.
 func (e *ProblemError) Error() string {
-	return fmt.Sprintf("%s (%s, HTTP %d): %s", e.Title, e.Code, e.Status, e.Detail)
+	if e.Detail == "" {
+		return fmt.Sprintf("%s (%s)", e.Title, e.Code)
+	}
+	return fmt.Sprintf("%s (%s)", e.Detail, e.Code)
 }
 
 // Call sends in (if not nil) as JSON and decodes the answer into out (if
@@ -101,6 +106,9 @@ func WithAPI(ctx context.Context, o *AdminOpts, f func(ctx context.Context, c *A
 			return errors.New("--server needs a token: set KEEL_TOKEN")
 		}
 		base := strings.TrimRight(o.Server, "/")
+		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+			return fmt.Errorf("--server %q must start with http:// or https:// (for example http://127.0.0.1:8080)", o.Server)
+		}
 		hc := &http.Client{Timeout: time.Minute}
 		return f(ctx, &APIClient{do: func(r *http.Request) (*http.Response, error) {
 			u := *r.URL
@@ -110,8 +118,15 @@ func WithAPI(ctx context.Context, o *AdminOpts, f func(ctx context.Context, c *A
 			}
 			target.Header = r.Header.Clone()
 			target.Header.Set("Authorization", "Bearer "+o.Token)
-			return hc.Do(target)
+			resp, err := hc.Do(target)
+			if err != nil {
+				return nil, fmt.Errorf("cannot reach the server at %s (is it running, and is the address right?): %w", base, unwrapURLError(err))
+			}
+			return resp, nil
 		}})
+	}
+	if err := existingDatabase(o.DatabaseURL); err != nil {
+		return err
 	}
 	return WithDatabase(ctx, o.DatabaseURL, o.Schema, DriverFuncs{
 		Postgres: func(ctx context.Context, d *keelpgx.Driver) error {

@@ -7,9 +7,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/keelwork/keel/module/modcli"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -52,14 +52,8 @@ func (f *JobFilter) Empty() bool {
 	return len(f.States) == 0 && len(f.Kinds) == 0 && len(f.Queues) == 0 && f.FlowKey == ""
 }
 
-func table(out io.Writer, header string, rows [][]string) {
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	_ = tw.Flush()
-}
+// The engine's verbs print by the same rules as the modules' (modcli).
+func table(out io.Writer, header string, rows [][]string) { modcli.Table(out, header, rows) }
 
 func printed(o *AdminOpts, raw []byte) bool {
 	if o.JSON {
@@ -68,14 +62,9 @@ func printed(o *AdminOpts, raw []byte) bool {
 	return o.JSON
 }
 
-func short(s string, n int) string {
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+func short(s string, n int) string { return modcli.Short(s, n) }
 
-func ts(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+func ts(t time.Time) string { return modcli.TS(t) }
 
 func nextHint(o *AdminOpts, next string) {
 	if next != "" && o.Err != nil {

@@ -27,10 +27,19 @@ import (
 // the schema's database.
 func startServe(t *testing.T) (*server.Server, string, *sql.DB) {
 	t.Helper()
+	return startServeWith(t, nil)
+}
+
+// startServeWith is startServe with extra flags ("demo": "true").
+func startServeWith(t *testing.T, extra map[string]string) (*server.Server, string, *sql.DB) {
+	t.Helper()
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
 	dbURL := testdb.PostgresSchemaURL(t, schema)
 	flags := map[string]string{"database-url": dbURL, "schema": schema, "addr": "127.0.0.1:0",
 		"cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s", "module-settings": testModuleSettings}
+	for k, v := range extra {
+		flags[k] = v
+	}
 	o, err := cli.ResolveServe("", func(string) string { return "" }, flags)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +124,12 @@ func fixtureID(t *testing.T, status int, out map[string]any) string {
 // volatileTables change by themselves while `keel serve` runs (leases,
 // heartbeats, samples, the modules' presence and periodic work).
 var volatileTables = []string{"keel_leader", "keel_client", "keel_instance", "keel_flow_key", "keel_job",
-	"keel_periodic", "dlv_presence", "rsv_outbox", "keel_sample"}
+	"keel_periodic", "dlv_presence", "rsv_outbox", "rsv_run", "keel_sample",
+	// the events relay's leases and the buses' progress over events that
+	// modules emitted before the walk
+	"keel_events_relay_lease", "keel_events_relay_instance", "keel_events_outbox", "keel_events_archive",
+	"keel_events_bus_message", "keel_events_bus_consumer", "keel_events_bus_delivery", "keel_events_consumer",
+	"keel_events_inbox"}
 
 // TestBadInputChangesNothing walks every route of `keel serve` with both
 // modules, on real rows (an enterprise, an application, a resource, a

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/modcli"
 	"github.com/keelwork/keel/server/api"
 )
 
@@ -165,10 +165,4 @@ func printPausedKeys(w io.Writer, b *api.Batch) {
 }
 
 // fields prints label/value rows aligned, without a header.
-func fields(w io.Writer, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	_ = tw.Flush()
-}
+func fields(w io.Writer, rows [][]string) { modcli.Fields(w, rows) }

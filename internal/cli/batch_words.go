@@ -76,6 +76,8 @@ func outcomeNames() string {
 func batchStateText(b *api.Batch) string {
 	w := batchStateWord(b.State)
 	switch {
+	case b.Pause == nil && !b.State.Final() && len(b.PausedKeys) > 0:
+		return w + heldText(b)
 	case b.Pause == nil:
 		return w
 	case b.Pause.Reason == "manual" && b.Pause.By != "":
@@ -125,4 +127,24 @@ func itemWhy(it *api.BatchItem) string {
 		return r.Code
 	}
 	return it.Why
+}
+
+// heldText says that a running batch is held by paused keys (an
+// application's auto-pause stops that key only): without it, a watch of
+// such a batch would look stuck for no reason.
+func heldText(b *api.Batch) string {
+	names := make([]string, 0, 3)
+	for _, k := range b.PausedKeys {
+		if len(names) == 3 {
+			names = append(names, "…")
+			break
+		}
+		if k.ConsecutiveFailures > 0 {
+			names = append(names, fmt.Sprintf("%s after %d failures", k.Key, k.ConsecutiveFailures))
+		} else {
+			names = append(names, k.Key)
+		}
+	}
+	return fmt.Sprintf(", held: %d paused key(s) (%s); their items wait until resumed (keel batches resume-key %d KEY)",
+		len(b.PausedKeys), strings.Join(names, ", "), b.ID)
 }

@@ -88,6 +88,9 @@ func TestBatchStateText(t *testing.T) {
 		{api.Batch{State: keeltype.BatchPaused, Pause: &api.BatchPause{Reason: "auto", Key: "app:7"}}, "paused automatically (key app:7 kept failing)"},
 		{api.Batch{State: keeltype.BatchPaused, Pause: &api.BatchPause{Reason: "auto"}}, "paused automatically"},
 		{api.Batch{State: "novel"}, "novel"},
+		{api.Batch{ID: 4, State: keeltype.BatchRunning, PausedKeys: []*api.BatchKey{{Key: "app:7", Paused: true, ConsecutiveFailures: 10}}},
+			"running, held: 1 paused key(s) (app:7 after 10 failures); their items wait until resumed (keel batches resume-key 4 KEY)"},
+		{api.Batch{State: keeltype.BatchCompleted, PausedKeys: []*api.BatchKey{{Key: "app:7", Paused: true}}}, "completed"},
 	} {
 		if got := batchStateText(&c.b); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.b, got, c.want)

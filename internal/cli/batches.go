@@ -11,6 +11,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/modcli"
 	"github.com/keelwork/keel/server/api"
 )
 
@@ -67,14 +68,7 @@ func (f *ItemFilter) query() (url.Values, error) {
 	return q, nil
 }
 
-func pageQuery(q url.Values, limit int, after string) {
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if after != "" {
-		q.Set("cursor", after)
-	}
-}
+func pageQuery(q url.Values, limit int, after string) { modcli.PageQuery(q, limit, after) }
 
 func afterHint(o *AdminOpts, next string) {
 	if next != "" && o.Err != nil {

@@ -60,3 +60,29 @@ func WithDatabase(ctx context.Context, url, schema string, f DriverFuncs) error 
 	defer d.Close()
 	return f.SQLite(ctx, d)
 }
+
+// existingDatabase refuses a SQLite path with no database yet: the admin
+// verbs read and control a database, they never create one (which would
+// leave an empty file behind).
+func existingDatabase(url string) error {
+	path, ok := strings.CutPrefix(url, "sqlite:")
+	if !ok || path == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no database at %s: create it with keel migrate up --database-url %s (or run keel dev)", path, url)
+	}
+	return nil
+}
+
+// unwrapURLError drops net/http's "Get \"…\": " prefix: the server's
+// address is already named.
+func unwrapURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
@@ -21,26 +22,24 @@ import (
 	"github.com/keelwork/keel/server/migration"
 )
 
-// installedModule is one business module the binary carries: its
-// migration lines (needed by `keel migrate` without building the module)
-// and its constructors per driver.
-type installedModule struct {
-	name  string
-	lines func(dialect string) []keelmigrate.Line
+// installed lists the modules in the binary, in start order: installing
+// a module is one line here (its Descriptor names its migration lines,
+// constructors and verbs).
+var installed = []*module.Descriptor{
+	&reservation.Descriptor,
+	&delivery.Descriptor,
+	&tracking.Descriptor,
 }
 
-// installed lists the modules in the binary, in start order.
-var installed = []installedModule{
-	{name: reservation.Name, lines: reservation.Lines},
-	{name: delivery.LineName, lines: delivery.Lines},
-	{name: tracking.Name, lines: tracking.Lines},
-}
-
-// allLines are the server's and every installed module's migration lines.
+// allLines are the server's, the events backbone's, reconciliation's and
+// every installed module's migration lines (events before the modules that
+// emit).
 func allLines(dialect string) []keelmigrate.Line {
-	lines := append(migration.Lines(dialect), keelrecon.Lines(dialect)...)
+	lines := migration.Lines(dialect)
+	lines = append(lines, eventsLines(dialect)...)
+	lines = append(lines, keelrecon.Lines(dialect)...)
 	for _, m := range installed {
-		lines = append(lines, m.lines(dialect)...)
+		lines = append(lines, m.Lines(dialect)...)
 	}
 	return lines
 }
@@ -49,7 +48,7 @@ func allLines(dialect string) []keelmigrate.Line {
 func moduleNames() []string {
 	names := make([]string, len(installed))
 	for i, m := range installed {
-		names[i] = m.name
+		names[i] = m.Name
 	}
 	return names
 }
@@ -108,20 +107,17 @@ func buildModules[TTx any](names []string, h *module.Host[TTx]) ([]module.Module
 }
 
 func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], error) {
-	switch name {
-	case reservation.Name:
-		return reservation.New(h)
-	case delivery.LineName:
-		return delivery.New(h)
-	case tracking.Name:
-		return tracking.New(h)
+	for _, d := range installed {
+		if d.Name == name {
+			return module.Build(d, h)
+		}
 	}
 	return nil, fmt.Errorf("not installed")
 }
 
 // moduleHost is what every module of one server is given.
-func moduleHost[TTx any](db keelsql.DB[TTx], logger *slog.Logger, reg prometheus.Registerer, o *ServeOpts) *module.Host[TTx] {
-	return &module.Host[TTx]{DB: db, Logger: logger, Registerer: reg, Demo: o.Demo, Settings: o.ModuleSettings}
+func moduleHost[TTx any](db keelsql.DB[TTx], logger *slog.Logger, reg prometheus.Registerer, o *ServeOpts, ev *keelevents.Events[TTx]) *module.Host[TTx] {
+	return &module.Host[TTx]{DB: db, Logger: logger, Registerer: reg, Demo: o.Demo, Settings: o.ModuleSettings, Events: ev}
 }
 
 // startModules starts each module after the client started; on failure the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelevents/eventsweb"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/module"
@@ -22,9 +23,10 @@ func attachRecon[TTx any](h *module.Host[TTx], logger *slog.Logger) (*keelrecon.
 }
 
 // hostedWebs are the modules' surfaces and the events and reconciliation
-// surface.
-func hostedWebs[TTx any](mods []module.Module[TTx], rc *keelrecon.Recon[TTx]) ([]module.Web, error) {
-	ew, err := eventsweb.New(&eventsweb.Config[TTx]{Recon: rc})
+// surface; ev (the server's events backbone, nil without one) adds the
+// events pages.
+func hostedWebs[TTx any](mods []module.Module[TTx], rc *keelrecon.Recon[TTx], ev *keelevents.Events[TTx]) ([]module.Web, error) {
+	ew, err := eventsweb.New(&eventsweb.Config[TTx]{Recon: rc, Events: ev})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/keelwork/keel/internal/cli"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/modules/reservation"
@@ -83,7 +85,8 @@ type rsvCLI struct {
 	out, errOut bytes.Buffer
 }
 
-type verb = func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error
+// verb is a `keel reservations` command line (without "keel reservations").
+type verb = []string
 
 func (s *rsvServer) cli(t *testing.T, role auth.Role) *rsvCLI {
 	r := &rsvCLI{t: t}
@@ -91,12 +94,18 @@ func (s *rsvServer) cli(t *testing.T, role auth.Role) *rsvCLI {
 	return r
 }
 
-func (r *rsvCLI) run(f verb) error {
+// run runs the verb as the binary does: the installed modules' commands,
+// freshly built (cobra keeps flag values between runs), through the
+// module runner.
+func (r *rsvCLI) run(args verb) error {
 	r.out.Reset()
 	r.errOut.Reset()
-	return cli.WithRemoteAPI(context.Background(), r.o, "reservations", func(ctx context.Context, c *cli.APIClient) error {
-		return f(ctx, c, r.o)
-	})
+	root := &cobra.Command{Use: "keel", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(cli.ModuleCommands(cli.ModuleRunner(func(*cobra.Command) *cli.AdminOpts { return r.o }))...)
+	root.SetArgs(append([]string{"reservations"}, args...))
+	root.SetOut(&r.out)
+	root.SetErr(&r.errOut)
+	return root.ExecuteContext(context.Background())
 }
 
 func (r *rsvCLI) must(f verb) string {
@@ -123,8 +132,8 @@ func (r *rsvCLI) fails(f verb, want ...string) {
 // call sends one raw request to the module's API (the test's setup).
 func (r *rsvCLI) call(method, path string, in, out any) {
 	r.t.Helper()
-	err := r.run(func(ctx context.Context, c *cli.APIClient, _ *cli.AdminOpts) error {
-		_, err := c.Call(ctx, method, cli.ReservationPrefix+path, in, out)
+	err := cli.WithRemoteAPI(context.Background(), r.o, "reservations", func(ctx context.Context, c *cli.APIClient) error {
+		_, err := c.Call(ctx, method, "/api/v1/reservation"+path, in, out)
 		return err
 	})
 	if err != nil {
@@ -132,34 +141,56 @@ func (r *rsvCLI) call(method, path string, in, out any) {
 	}
 }
 
-func rsvList(f cli.ReservationFilter) verb {
-	return func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-		return cli.ReservationsList(ctx, c, o, &f)
+// flags turns name/value pairs into flags, leaving out the empty ones.
+func flags(args verb, pairs ...string) verb {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			args = append(args, "--"+pairs[i], pairs[i+1])
+		}
 	}
+	return args
 }
 
-func rsvGet(id string) verb {
-	return func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-		return cli.ReservationGet(ctx, c, o, id)
+// limit is a --limit value, "" (the default) for 0.
+func limit(n int) string {
+	if n == 0 {
+		return ""
 	}
+	return strconv.Itoa(n)
 }
+
+type rsvFilter struct {
+	State, SlotID, User string
+	Limit               int
+	After               string
+}
+
+func rsvList(f rsvFilter) verb {
+	return flags(verb{"list"}, "state", f.State, "slot", f.SlotID, "user", f.User, "limit", limit(f.Limit), "after", f.After)
+}
+
+func rsvGet(id string) verb { return verb{"get", id} }
 
 func rsvAction(action, id, reason string) verb {
-	return func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-		return cli.ReservationAction(ctx, c, o, action, id, reason, 0)
-	}
+	return flags(verb{action, id}, "reason", reason)
 }
 
-func rsvSlots(f cli.SlotFilter) verb {
-	return func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-		return cli.ReservationSlots(ctx, c, o, &f)
-	}
+type slotFilter struct {
+	ResourceID, From, To string
 }
 
-func rsvRuns(f cli.RunFilter) verb {
-	return func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-		return cli.ReservationRuns(ctx, c, o, &f)
-	}
+func rsvSlots(f slotFilter) verb {
+	return flags(verb{"slots"}, "resource", f.ResourceID, "from", f.From, "to", f.To)
+}
+
+type runFilter struct {
+	Kind  string
+	Limit int
+	After string
+}
+
+func rsvRuns(f runFilter) verb {
+	return flags(verb{"runs"}, "kind", f.Kind, "limit", limit(f.Limit), "after", f.After)
 }
 
 // rsvFixture is what the setup created: a slot in the future with two paid
@@ -220,35 +251,35 @@ func TestReservationVerbs(t *testing.T) {
 
 	t.Run("list", func(t *testing.T) {
 		op.t = t
-		out := op.must(rsvList(cli.ReservationFilter{}))
+		out := op.must(rsvList(rsvFilter{}))
 		matches(t, out, `(?m)^ID\s+USER\s+RESOURCE/SLOT\s+STATE\s+STARTS\s+EXPECTED RELEASE$`)
 		matches(t, out, fmt.Sprintf(`(?m)^%s\s+u3\s+%d/%d\s+released \(no-show\)\s+\S+ \S+\s+\S+ \S+$`, f.u3, f.resource, f.started))
 		matches(t, out, fmt.Sprintf(`(?m)^%s\s+u1\s+%d/%d\s+paid, awaiting check-in\s+`, f.u1, f.resource, f.future))
 		if rows(out) != 3 {
 			t.Fatalf("want 3 reservations:\n%s", out)
 		}
-		if out = op.must(rsvList(cli.ReservationFilter{State: "paid"})); rows(out) != 2 || strings.Contains(out, "u3") {
+		if out = op.must(rsvList(rsvFilter{State: "paid"})); rows(out) != 2 || strings.Contains(out, "u3") {
 			t.Fatalf("--state paid:\n%s", out)
 		}
-		if out = op.must(rsvList(cli.ReservationFilter{SlotID: strconv.FormatInt(f.started, 10)})); rows(out) != 1 || !strings.Contains(out, "u3") {
+		if out = op.must(rsvList(rsvFilter{SlotID: strconv.FormatInt(f.started, 10)})); rows(out) != 1 || !strings.Contains(out, "u3") {
 			t.Fatalf("--slot:\n%s", out)
 		}
-		if out = op.must(rsvList(cli.ReservationFilter{User: "u2"})); rows(out) != 1 || !strings.Contains(out, "u2") {
+		if out = op.must(rsvList(rsvFilter{User: "u2"})); rows(out) != 1 || !strings.Contains(out, "u2") {
 			t.Fatalf("--user:\n%s", out)
 		}
-		out = op.must(rsvList(cli.ReservationFilter{Limit: 2}))
+		out = op.must(rsvList(rsvFilter{Limit: 2}))
 		cursor := regexp.MustCompile(`more: --after (\S+)`).FindStringSubmatch(op.errOut.String())
 		if rows(out) != 2 || cursor == nil || !strings.Contains(out, "u3") {
 			t.Fatalf("first page of two:\n%s%s", out, op.errOut.String())
 		}
-		out = op.must(rsvList(cli.ReservationFilter{Limit: 2, After: cursor[1]}))
+		out = op.must(rsvList(rsvFilter{Limit: 2, After: cursor[1]}))
 		if rows(out) != 1 || !strings.Contains(out, "u1") || op.errOut.Len() != 0 {
 			t.Fatalf("second page:\n%s%s", out, op.errOut.String())
 		}
-		op.fails(rsvList(cli.ReservationFilter{State: "gone"}), `unknown reservation state "gone"`, "checked_in")
-		op.fails(rsvList(cli.ReservationFilter{SlotID: "x"}), `slot ID must be a positive integer, got "x"`)
-		op.fails(rsvList(cli.ReservationFilter{After: "nonsense"}), "invalid_cursor")
-		op.fails(rsvList(cli.ReservationFilter{Limit: 501}), "limit")
+		op.fails(rsvList(rsvFilter{State: "gone"}), `unknown reservation state "gone"`, "checked_in")
+		op.fails(rsvList(rsvFilter{SlotID: "x"}), `slot ID must be a positive integer, got "x"`)
+		op.fails(rsvList(rsvFilter{After: "nonsense"}), "invalid_cursor")
+		op.fails(rsvList(rsvFilter{Limit: 1001}), "limit")
 	})
 
 	t.Run("get", func(t *testing.T) {
@@ -272,7 +303,7 @@ func TestReservationVerbs(t *testing.T) {
 		matches(t, op.must(rsvAction("cancel", f.u2, "changed plans")), fmt.Sprintf(`^reservation %s cancelled \(now cancelled,`, f.u2))
 		matches(t, op.must(rsvGet(f.u2)), `(?m)paid, awaiting check-in → cancelled\s+token:rsv-operator\s+changed plans$`)
 		op.fails(rsvAction("cancel", "999999", ""), "no reservation 999999")
-		op.fails(rsvAction("pay", f.u2, ""), `unknown reservation action "pay"`)
+		op.fails(rsvAction("pay", f.u2, ""), `unknown verb "pay"`, "checkin")
 		viewer := s.cli(t, auth.RoleViewer)
 		viewer.fails(rsvAction("cancel", f.u1, ""), "forbidden")
 	})
@@ -288,50 +319,44 @@ func TestReservationVerbs(t *testing.T) {
 
 	t.Run("slots", func(t *testing.T) {
 		op.t = t
-		out := op.must(rsvSlots(cli.SlotFilter{}))
+		out := op.must(rsvSlots(slotFilter{}))
 		matches(t, out, `(?m)^SLOT\s+RESOURCE\s+STARTS\s+ENDS\s+CAPACITY\s+HELD\s+FREE\s+WAITING$`)
 		// The started slot: u3 restored holds one of two places; the future
 		// one: u1 checked in, u2 cancelled.
 		matches(t, out, fmt.Sprintf(`(?m)^%d\s+%d A-01\s+\S+ \S+\s+\S+ \S+\s+2\s+1\s+1\s+0$`, f.started, f.resource))
 		matches(t, out, fmt.Sprintf(`(?m)^%d\s+%d A-01\s+\S+ \S+\s+\S+ \S+\s+3\s+1\s+2\s+0$`, f.future, f.resource))
-		if out = op.must(rsvSlots(cli.SlotFilter{ResourceID: "999999"})); rows(out) != 0 {
+		if out = op.must(rsvSlots(slotFilter{ResourceID: "999999"})); rows(out) != 0 {
 			t.Fatalf("--resource of nothing:\n%s", out)
 		}
-		op.fails(rsvSlots(cli.SlotFilter{ResourceID: "0"}), "resource ID must be a positive integer")
-		op.fails(rsvSlots(cli.SlotFilter{From: "tomorrow"}), "--from must be an RFC 3339 time")
+		op.fails(rsvSlots(slotFilter{ResourceID: "0"}), "resource ID must be a positive integer")
+		op.fails(rsvSlots(slotFilter{From: "tomorrow"}), "--from must be an RFC 3339 time")
 	})
 
 	t.Run("runs", func(t *testing.T) {
 		op.t = t
 		// The fixture ran one scan; a second one makes two pages of one.
 		op.call("POST", "/runs", map[string]string{"reason": "a second scan for paging"}, nil)
-		out := op.must(rsvRuns(cli.RunFilter{Kind: "scan"}))
+		out := op.must(rsvRuns(runFilter{Kind: "scan"}))
 		matches(t, out, `(?m)^RUN\s+KIND\s+STARTED\s+DURATION\s+SCANNED\s+RELEASED\s+FAILED\s+ERRORS$`)
 		matches(t, out, `(?m)^\d+\s+release scan\s+\S+ \S+\s+\S+\s+\d+\s+\d+\s+0\s*$`)
-		out = op.must(rsvRuns(cli.RunFilter{Limit: 1}))
+		out = op.must(rsvRuns(runFilter{Limit: 1}))
 		cursor := regexp.MustCompile(`more: --after (\S+)`).FindStringSubmatch(op.errOut.String())
 		if rows(out) != 1 || cursor == nil {
 			t.Fatalf("first page of one run:\n%s%s", out, op.errOut.String())
 		}
-		if out = op.must(rsvRuns(cli.RunFilter{Limit: 1, After: cursor[1]})); rows(out) != 1 {
+		if out = op.must(rsvRuns(runFilter{Limit: 1, After: cursor[1]})); rows(out) != 1 {
 			t.Fatalf("second page of runs:\n%s", out)
 		}
-		op.fails(rsvRuns(cli.RunFilter{Kind: "sweep"}), `unknown run kind "sweep"`)
+		op.fails(rsvRuns(runFilter{Kind: "sweep"}), `unknown run kind "sweep"`)
 	})
 
 	t.Run("dead letters", func(t *testing.T) {
 		op.t = t
-		out := op.must(func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-			return cli.ReservationDeadLetters(ctx, c, o, 0, "")
-		})
+		out := op.must(verb{"dead-letters"})
 		if strings.TrimSpace(out) != "ID  USER  RESOURCE/SLOT  STATE  RETRIES  DEAD SINCE  LAST ERROR" {
 			t.Fatalf("dead letters:\n%q", out)
 		}
-		requeue := func(id, reason string) verb {
-			return func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-				return cli.ReservationRequeue(ctx, c, o, id, reason)
-			}
-		}
+		requeue := func(id, reason string) verb { return flags(verb{"requeue", id}, "reason", reason) }
 		op.fails(requeue(f.u1, ""), "--reason is required")
 		op.fails(requeue(f.u1, "retry the release"), "not_dead_letter")
 	})
@@ -344,7 +369,7 @@ func TestReservationVerbs(t *testing.T) {
 		if err := json.Unmarshal([]byte(op.must(rsvGet(f.u3))), &d); err != nil || d.Reservation.UserID != "u3" || len(d.History) < 4 {
 			t.Fatalf("get --json: %+v %v", d, err)
 		}
-		if out := op.must(rsvList(cli.ReservationFilter{})); !strings.HasPrefix(out, `{"data":[`) {
+		if out := op.must(rsvList(rsvFilter{})); !strings.HasPrefix(out, `{"data":[`) {
 			t.Fatalf("list --json: %s", out)
 		}
 	})

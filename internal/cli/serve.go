@@ -86,13 +86,21 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if o.Demo {
 		addDemo(cfg, o.Queues)
 	}
-	host := moduleHost(mdb, logger, reg, o)
+	events, err := newServeEvents(ctx, mdb, o, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer events.close()
+	host := moduleHost(mdb, logger, reg, o, events.ev)
 	rc, err := attachRecon(host, logger)
 	if err != nil {
 		return err
 	}
 	mods, err := buildModules(o.Modules, host)
 	if err != nil {
+		return err
+	}
+	if err := events.ev.Configure(cfg); err != nil {
 		return err
 	}
 	for _, m := range mods {
@@ -110,15 +118,20 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
+	// The events start before the modules, which may emit as they start,
+	// and stop after them (shutdown), before the client.
+	if err := events.ev.Start(ctx, client); err != nil {
+		return shutdown(ctx, nil, client, nil, nil, o.ShutdownTimeout, err)
+	}
 	if err := rc.Start(ctx, client); err != nil {
-		return shutdown(ctx, nil, client, nil, o.ShutdownTimeout, err)
+		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err)
 	}
 	if err := startModules(ctx, mods, client); err != nil {
-		return shutdown(ctx, nil, client, nil, o.ShutdownTimeout, err)
+		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err)
 	}
-	webs, err := hostedWebs(mods, rc)
+	webs, err := hostedWebs(mods, rc, events.ev)
 	if err != nil {
-		return shutdown(ctx, nil, client, mods, o.ShutdownTimeout, err)
+		return shutdown(ctx, nil, client, mods, events.ev, o.ShutdownTimeout, err)
 	}
 	store := auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client))
 	srv, err := server.New(&server.Config{Addr: o.Addr, Engine: client, Auth: store, Gatherer: reg,
@@ -133,12 +146,15 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 			<-ctx.Done()
 		}
 	}
-	return shutdown(ctx, srv, client, mods, o.ShutdownTimeout, err)
+	return shutdown(ctx, srv, client, mods, events.ev, o.ShutdownTimeout, err)
 }
 
 // shutdown stops the HTTP server first (not ready, no new requests), then
-// the modules, then the client: soft stop within timeout, hard stop (hand back) after.
-func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Client[TTx], mods []module.Module[TTx], timeout time.Duration, cause error) error {
+// the modules, then the events backbone (after everything that emits or
+// consumes), then the client: soft stop within timeout, hard stop (hand
+// back) after.
+func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Client[TTx], mods []module.Module[TTx],
+	events stopper, timeout time.Duration, cause error) error {
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if srv != nil {
@@ -149,6 +165,11 @@ func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Cli
 	// leave in flight.
 	if err := stopModules(stopCtx, mods); err != nil && cause == nil {
 		cause = err
+	}
+	if events != nil {
+		if err := events.Stop(stopCtx); err != nil && cause == nil {
+			cause = err
+		}
 	}
 	if err := client.Stop(stopCtx); err != nil && cause == nil {
 		cause = err

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelevents/jetstream"
 	"github.com/keelwork/keel/keelevents/jetstream/embedded"
+	"github.com/keelwork/keel/keelsql"
 )
 
 // natsURLSetting is `keel serve --nats-url`: events then travel on that
@@ -61,4 +63,20 @@ func startDevNATS(dataDir string, port int, out io.Writer) (*embedded.Server, er
 	}
 	fmt.Fprintf(out, "keel dev: embedded NATS JetStream at %s (store %s)\n", s.URL(), dir)
 	return s, nil
+}
+
+// eventsBus is the bus `keel serve` and `keel dev` carry events on:
+// JetStream when o.NATSURL is set (keel dev sets its embedded server's),
+// the database otherwise. partitions is the events partition count. The
+// caller closes the bus after the events backbone stopped.
+func eventsBus[TTx any](ctx context.Context, o *ServeOpts, db keelsql.DB[TTx], partitions int, logger *slog.Logger) (keelevents.Bus, error) {
+	if o.NATSURL == "" {
+		return keelevents.NewDatabaseBus(db, &keelevents.DatabaseBusConfig{Logger: logger})
+	}
+	b, err := openJetStream(ctx, o.NATSURL, partitions, logger)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("events on NATS JetStream", "url", b.Conn().ConnectedUrlRedacted(), "partitions", partitions)
+	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/modules/tracking"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/server/api"
@@ -144,8 +145,8 @@ func TrackingActivate(ctx context.Context, c *APIClient, o *AdminOpts, carrier s
 	if _, err := trackingPath(carrier, ""); err != nil {
 		return err
 	}
-	if len([]rune(strings.TrimSpace(reason))) < MinReservationReason {
-		return fmt.Errorf("give a reason of at least %d characters (--reason)", MinReservationReason)
+	if len([]rune(strings.TrimSpace(reason))) < web.MinReasonRunes {
+		return fmt.Errorf("give a reason of at least %d characters (--reason)", web.MinReasonRunes)
 	}
 	var out map[string]any
 	raw, err := c.Call(ctx, "POST", fmt.Sprintf("%s/carriers/%s/mappings/%d/activate", tracking.APIPrefix, carrier, version),

@@ -1,6 +1,7 @@
 package eventsweb
 
 import (
+	"github.com/keelwork/keel/module/web"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -65,7 +66,11 @@ func page[T any](rows []T, limit int, id func(T) int64) List[T] {
 	return out
 }
 
-func (w *Web[TTx]) apiReconcilers(_ http.ResponseWriter, _ *http.Request) (int, any, error) {
+func (w *Web[TTx]) apiReconcilers(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	// The list is short and whole: it takes no parameters, and refuses any.
+	if q := web.NewQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	return http.StatusOK, map[string]any{"data": w.recon.Reconcilers()}, nil
 }
 

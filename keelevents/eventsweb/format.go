@@ -124,6 +124,7 @@ func Evidence(ev map[string]json.RawMessage) EvidenceTable {
 		_ = json.Unmarshal(ev[src], &v)
 		flat[i] = map[string]string{}
 		flatten("", v, flat[i])
+		moneyFields(v, "", flat[i])
 		for f := range flat[i] {
 			fields[f] = true
 		}
@@ -148,6 +149,27 @@ func Evidence(ev map[string]json.RawMessage) EvidenceTable {
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// moneyFields shows an integer amount field ("amount", "*_amount") beside
+// a "currency" field of the same object as money, not minor units.
+func moneyFields(v any, prefix string, out map[string]string) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	cur, _ := obj["currency"].(string)
+	for k, val := range obj {
+		name := k
+		if prefix != "" {
+			name = prefix + "." + k
+		}
+		if n, isNum := val.(float64); isNum && cur != "" && (k == "amount" || strings.HasSuffix(k, "_amount")) && n == float64(int64(n)) {
+			out[name] = Money(int64(n), cur)
+			continue
+		}
+		moneyFields(val, name, out)
+	}
 }
 
 func flatten(prefix string, v any, out map[string]string) {

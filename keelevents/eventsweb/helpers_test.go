@@ -16,6 +16,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelevents/eventsweb"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
@@ -23,6 +24,7 @@ import (
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server"
+	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/migration"
 )
@@ -33,15 +35,21 @@ type served struct {
 	t      *testing.T
 	base   string
 	tokens map[string]string // alice, bob (operators), vera (viewer)
+	// roles holds a token per role (for the authorization walk); api is
+	// the server's API handler.
+	roles map[auth.Role]string
+	api   *api.Handler
 	// seed writes a payment into ours or theirs.
 	ours, theirs func(key string, amount int64, status string)
 	fixes        func(actionID string) int
 	audits       func(action string) int
 	count        func(q string) int
+	// feed emits the events fixture: see startEvents.
+	feed *eventFeed
 }
 
 var lines = &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-	return append(migration.Lines(dialect), keelrecon.Lines(dialect)...)
+	return append(append(migration.Lines(dialect), keelrecon.Lines(dialect)...), keelevents.Line(dialect))
 }}
 
 // each runs f on PostgreSQL and SQLite.
@@ -85,7 +93,8 @@ func serve[TTx any](t *testing.T, d keeldriver.Driver[TTx], db *sql.DB, mdb keel
 	if err := rc.Start(ctx, client); err != nil {
 		t.Fatal(err)
 	}
-	ew, err := eventsweb.New(&eventsweb.Config[TTx]{Recon: rc})
+	ev, feed := startEvents(t, mdb, client)
+	ew, err := eventsweb.New(&eventsweb.Config[TTx]{Recon: rc, Events: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,13 +112,20 @@ func serve[TTx any](t *testing.T, d keeldriver.Driver[TTx], db *sql.DB, mdb keel
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	})
-	s := &served{t: t, base: srv.URL(), tokens: map[string]string{}}
+	s := &served{t: t, base: srv.URL(), tokens: map[string]string{}, feed: feed, roles: map[auth.Role]string{}, api: srv.API()}
 	for name, role := range map[string]auth.Role{"alice": auth.RoleOperator, "bob": auth.RoleOperator, "vera": auth.RoleViewer} {
 		secret, _, err := store.CreateToken(ctx, name, role, "test", "events surface fixture")
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.tokens[name] = secret
+	}
+	for _, role := range []auth.Role{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
+		secret, _, err := store.CreateToken(ctx, "walk-"+role.String(), role, "test", "authorization walk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.roles[role] = secret
 	}
 	must := func(err error) {
 		if err != nil {
@@ -126,7 +142,13 @@ func serve[TTx any](t *testing.T, d keeldriver.Driver[TTx], db *sql.DB, mdb keel
 	s.audits = func(action string) int {
 		list, err := client.AuditList(ctx, &keel.AuditListParams{Action: action, Limit: 1000})
 		must(err)
-		return len(list)
+		n := 0
+		for _, a := range list {
+			if a.Action == action {
+				n++
+			}
+		}
+		return n
 	}
 	s.count = func(q string) int {
 		var n int

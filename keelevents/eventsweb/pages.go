@@ -261,11 +261,15 @@ func (w *Web[TTx]) pageApprovals(_ http.ResponseWriter, r *http.Request, v *modu
 		Awaiting []*keelrecon.Approval
 		Recent   []*keelrecon.Approval
 		Kinds    map[string]string
-	}{w.base(r, v), awaiting, recent, map[string]string{}}
+		// Executable kinds are executed from this page (their module
+		// registered an Execute).
+		Executable map[string]bool
+	}{w.base(r, v), awaiting, recent, map[string]string{}, map[string]bool{}}
 	for _, list := range [][]*keelrecon.Approval{awaiting, recent} {
 		for _, a := range list {
 			if k, ok := w.recon.Approvals().KindOf(a.Kind); ok {
 				data.Kinds[a.Kind] = v.Zh(k.ZH, k.EN)
+				data.Executable[a.Kind] = k.Execute != nil
 			} else {
 				data.Kinds[a.Kind] = a.Kind
 			}

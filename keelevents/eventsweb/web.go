@@ -21,6 +21,7 @@ import (
 	_ "time/tzdata" // the console's zone must load on hosts without tzdata
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
@@ -38,21 +39,26 @@ const (
 	CodeSelfApproval     = "self_approval"
 	CodeApprovalRequired = "approval_required"
 	CodeAlreadyExecuted  = "already_executed"
+	CodeReplayFailed     = "replay_failed"
 )
 
 // Config configures the surface.
 type Config[TTx any] struct {
 	// Recon is reconciliation and the approvals. Required.
 	Recon *keelrecon.Recon[TTx]
+	// Events is the events backbone; without it the events pages and
+	// routes are left out.
+	Events *keelevents.Events[TTx]
 	// Zone shows times. Default DefaultZone.
 	Zone *time.Location
 }
 
 // Web serves the API routes and console pages.
 type Web[TTx any] struct {
-	recon *keelrecon.Recon[TTx]
-	zone  *time.Location
-	tmpl  *template.Template
+	recon  *keelrecon.Recon[TTx]
+	events *keelevents.Events[TTx]
+	zone   *time.Location
+	tmpl   *template.Template
 }
 
 var _ module.Web = (*Web[any])(nil)
@@ -65,7 +71,7 @@ func New[TTx any](cfg *Config[TTx]) (*Web[TTx], error) {
 	if cfg == nil || cfg.Recon == nil {
 		return nil, errors.New("eventsweb: Config.Recon is required")
 	}
-	w := &Web[TTx]{recon: cfg.Recon, zone: cfg.Zone}
+	w := &Web[TTx]{recon: cfg.Recon, events: cfg.Events, zone: cfg.Zone}
 	if w.zone == nil {
 		z, err := time.LoadLocation(DefaultZone)
 		if err != nil {
@@ -100,17 +106,21 @@ func (w *Web[TTx]) Name() string { return Name }
 
 // Nav implements module.Web.
 func (w *Web[TTx]) Nav() []module.NavItem {
-	return []module.NavItem{
+	var nav []module.NavItem
+	if w.events != nil {
+		nav = append(nav, module.NavItem{Path: "/events", ZH: "事件总线", EN: "Events"})
+	}
+	return append(nav, []module.NavItem{
 		{Path: "/recon/discrepancies", ZH: "对账差异", EN: "Discrepancies"},
 		{Path: "/recon/runs", ZH: "对账任务", EN: "Reconciliation runs"},
 		{Path: "/approvals", ZH: "待我审批", EN: "My approvals"},
-	}
+	}...)
 }
 
 // Routes implements module.Web.
 func (w *Web[TTx]) Routes() []module.Route {
 	v, o := module.RoleViewer, module.RoleOperator
-	return []module.Route{
+	return append(w.eventRoutes(), []module.Route{
 		{Pattern: "GET /api/v1/recon/reconcilers", Role: v, Handle: w.apiReconcilers},
 		{Pattern: "GET /api/v1/recon/runs", Role: v, Handle: w.apiRuns},
 		{Pattern: "POST /api/v1/recon/runs", Role: o, Handle: w.apiRunNow},
@@ -121,13 +131,13 @@ func (w *Web[TTx]) Routes() []module.Route {
 		{Pattern: "GET /api/v1/approvals", Role: v, Handle: w.apiApprovals},
 		{Pattern: "GET /api/v1/approvals/{id}", Role: v, Handle: w.apiApproval},
 		{Pattern: "POST /api/v1/approvals/{id}/{action}", Role: o, Handle: w.apiApprovalAction},
-	}
+	}...)
 }
 
 // Pages implements module.Web.
 func (w *Web[TTx]) Pages() []module.Page {
 	v, o := module.RoleViewer, module.RoleOperator
-	return []module.Page{
+	return append(w.eventPages(), []module.Page{
 		{Pattern: "GET /recon/runs", Role: v, Handle: w.pageRuns},
 		{Pattern: "POST /recon/runs", Role: o, Handle: w.pageRunNow},
 		{Pattern: "GET /recon/runs/{id}", Role: v, Handle: w.pageRun},
@@ -136,7 +146,7 @@ func (w *Web[TTx]) Pages() []module.Page {
 		{Pattern: "POST /recon/discrepancies/{id}/{action}", Role: o, Handle: w.pageDiscrepancyAction},
 		{Pattern: "GET /approvals", Role: v, Handle: w.pageApprovals},
 		{Pattern: "POST /approvals/{id}/{action}", Role: o, Handle: w.pageApprovalAction},
-	}
+	}...)
 }
 
 // problem maps reconciliation errors to the catalogue's codes; the
@@ -151,22 +161,30 @@ func problem(err error) error {
 		return module.Errorf(http.StatusConflict, CodeApprovalRequired, "%s", err.Error())
 	case errors.Is(err, keelrecon.ErrAlreadyExecuted):
 		return module.Errorf(http.StatusConflict, CodeAlreadyExecuted, "%s", err.Error())
+	case errors.Is(err, keelevents.ErrInvalid):
+		return module.Invalid("%s", err.Error())
+	case errors.Is(err, keelevents.ErrNotFound):
+		return module.Errorf(http.StatusNotFound, "not_found", "%s", err.Error())
 	}
 	return err
 }
 
 // problemText says what went wrong in the operator's language.
 func problemText(v *module.View, err error) string {
+	var rf *replayFailed
 	switch {
+	case errors.As(err, &rf):
+		return v.Zh("重放失败：处理程序再次出错（"+rf.err.Error()+"），事件仍待人工处理。",
+			"The replay failed: the handler failed again ("+rf.err.Error()+"); the event stays manual.")
 	case errors.Is(err, keelrecon.ErrSelfApproval):
 		return v.Zh("不能审批或驳回自己提交的申请，需要另一位操作员。", "You cannot decide your own request: another operator must.")
 	case errors.Is(err, keelrecon.ErrApprovalRequired):
 		return v.Zh("该处理需要另一位操作员审批后才能执行。", "This action needs another operator's approval before it is executed.")
 	case errors.Is(err, keelrecon.ErrAlreadyExecuted):
 		return v.Zh("该处理已执行过，没有重复执行。", "This action was executed already; it was not executed again.")
-	case errors.Is(err, keeltype.ErrNotFound):
+	case errors.Is(err, keeltype.ErrNotFound), errors.Is(err, keelevents.ErrNotFound):
 		return v.Zh("找不到该记录。", "No such record.")
-	case errors.Is(err, keeltype.ErrInvalidArgument):
+	case errors.Is(err, keeltype.ErrInvalidArgument), errors.Is(err, keelevents.ErrInvalid):
 		return v.Zh(fmt.Sprintf("输入无效：原因需 %d 至 %d 个字符，且不能含控制字符。", keelrecon.MinReason, keelrecon.MaxReason),
 			fmt.Sprintf("Invalid input: a reason of %d to %d characters without control characters.", keelrecon.MinReason, keelrecon.MaxReason))
 	case errors.Is(err, keeltype.ErrInvalidState):

@@ -68,6 +68,9 @@ type Config struct {
 	// instance has pulled from for that long (for throwaway subscribers,
 	// such as tests on a shared server). Zero keeps consumers forever.
 	InactiveThreshold time.Duration
+	// Namespace replaces "keel" in subjects and stream names, for several
+	// deployments on one NATS cluster: [a-z0-9_-]{1,32}.
+	Namespace string
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -75,6 +78,7 @@ type Config struct {
 // Bus is the JetStream implementation of keelevents.Bus.
 type Bus struct {
 	cfg    Config
+	names  names
 	nc     *nats.Conn
 	ownsNC bool
 	js     jetstream.JetStream
@@ -121,11 +125,14 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 	if c.DuplicateWindow > c.MaxAge {
 		return nil, fmt.Errorf("jetstream: the duplicate window (%s) cannot exceed the streams' max age (%s)", c.DuplicateWindow, c.MaxAge)
 	}
+	if c.Namespace != "" && !namespaceRE.MatchString(c.Namespace) {
+		return nil, fmt.Errorf("jetstream: namespace %q is not [a-z0-9_-]{1,32}", c.Namespace)
+	}
 	log := c.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	b := &Bus{cfg: c, log: log, streams: map[string]bool{}, subs: map[*subscriber]struct{}{}}
+	b := &Bus{cfg: c, names: newNames(c.Namespace), log: log, streams: map[string]bool{}, subs: map[*subscriber]struct{}{}}
 	if c.Conn != nil {
 		b.nc = c.Conn
 	} else {
@@ -142,7 +149,9 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 			// nobody reports.
 			nats.ReconnectBufSize(-1),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				log.Warn("jetstream: disconnected from NATS", "error", err)
+				if err != nil { // nil: the bus closed the connection itself
+					log.Warn("jetstream: disconnected from NATS", "error", err)
+				}
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) {
 				log.Info("jetstream: reconnected to NATS", "url", nc.ConnectedUrlRedacted())
@@ -226,9 +235,9 @@ func (b *Bus) ensureStream(ctx context.Context, first string) error {
 		return nil
 	}
 	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        streamName(first),
+		Name:        b.names.streamName(first),
 		Description: "Keel events of topics " + first + ".*",
-		Subjects:    []string{streamSubject(first)},
+		Subjects:    []string{b.names.streamSubject(first)},
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardOld,
 		MaxAge:      b.cfg.MaxAge,
@@ -237,7 +246,7 @@ func (b *Bus) ensureStream(ctx context.Context, first string) error {
 		Duplicates:  b.cfg.DuplicateWindow,
 	})
 	if err != nil {
-		return fmt.Errorf("creating or updating stream %s: %w", streamName(first), err)
+		return fmt.Errorf("creating or updating stream %s: %w", b.names.streamName(first), err)
 	}
 	b.mu.Lock()
 	b.streams[first] = true
@@ -276,7 +285,7 @@ func (b *Bus) Publish(ctx context.Context, msgs []keelevents.Message) (int, erro
 			return 0, fmt.Errorf("jetstream: message %s: partition %d outside 0..%d (the bus is configured for %d partitions)",
 				msgID(m), m.Partition, b.cfg.Partitions-1, b.cfg.Partitions)
 		}
-		nm, err := encode(m)
+		nm, err := encode(m, b.names.subject(m.Topic, m.Partition))
 		if err != nil {
 			return 0, err
 		}
@@ -296,7 +305,7 @@ func (b *Bus) Publish(ctx context.Context, msgs []keelevents.Message) (int, erro
 	for i, nm := range out {
 		first, _ := splitTopic(msgs[i].Topic)
 		f, err := b.js.PublishMsgAsync(nm,
-			jetstream.WithExpectStream(streamName(first)),
+			jetstream.WithExpectStream(b.names.streamName(first)),
 			// No retry after "no responders": a retried message could be
 			// stored after the next one, out of order.
 			jetstream.WithRetryAttempts(0))

@@ -16,7 +16,9 @@ func testConfig(url string) jetstream.Config {
 	return jetstream.Config{URL: url, Partitions: 8, MaxAge: time.Hour, InactiveThreshold: 5 * time.Minute}
 }
 
-func newBus(t *testing.T, cfg jetstream.Config) *jetstream.Bus {
+func newBus(t *testing.T, cfg jetstream.Config) *jetstream.Bus { return newBusTB(t, cfg) }
+
+func newBusTB(t testing.TB, cfg jetstream.Config) *jetstream.Bus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

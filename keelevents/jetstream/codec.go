@@ -31,7 +31,7 @@ type meta struct {
 // absorbs a republish of the same topic and id.
 func msgID(m *keelevents.Message) string { return m.Topic + "/" + m.ID }
 
-func encode(m *keelevents.Message) (*nats.Msg, error) {
+func encode(m *keelevents.Message, subject string) (*nats.Msg, error) {
 	b, err := json.Marshal(meta{Topic: m.Topic, ID: m.ID, Key: m.Key, Type: m.Type, Partition: m.Partition,
 		Digest: m.Digest, EmittedAt: m.EmittedAt.UTC(), Headers: m.Headers})
 	if err != nil {
@@ -40,7 +40,7 @@ func encode(m *keelevents.Message) (*nats.Msg, error) {
 	h := nats.Header{}
 	h[metaHeader] = []string{string(b)}
 	h[nats.MsgIdHdr] = []string{msgID(m)}
-	return &nats.Msg{Subject: subject(m.Topic, m.Partition), Data: m.Payload, Header: h}, nil
+	return &nats.Msg{Subject: subject, Data: m.Payload, Header: h}, nil
 }
 
 func decode(nm *nats.Msg) (keelevents.Message, error) {

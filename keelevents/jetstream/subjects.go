@@ -16,7 +16,24 @@ import (
 // exact topic "payment" is "keel.ev.payment.*", prefix "payment.>" is
 // "keel.ev.payment.*.>", and one partition of either replaces the "*" by its
 // number (what ordered consumers filter on).
-const subjectRoot = "keel.ev."
+//
+// Config.Namespace (default "keel") replaces the first subject token and
+// the stream name's prefix, so that several Keel deployments can share one
+// NATS cluster: namespace "shop" uses "shop.ev.payment.3.succeeded" in
+// stream SHOP_PAYMENT.
+type names struct {
+	root         string // "keel.ev."
+	streamPrefix string // "KEEL_"
+}
+
+var namespaceRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+
+func newNames(ns string) names {
+	if ns == "" {
+		ns = "keel"
+	}
+	return names{root: ns + ".ev.", streamPrefix: strings.ToUpper(ns) + "_"}
+}
 
 var (
 	topicRE    = regexp.MustCompile(`^[a-z0-9_-]+(\.[a-z0-9_-]+)*$`)
@@ -33,15 +50,15 @@ func splitTopic(topic string) (first, rest string) {
 }
 
 // streamName is the stream holding every topic whose first token is first.
-func streamName(first string) string { return "KEEL_" + strings.ToUpper(first) }
+func (n names) streamName(first string) string { return n.streamPrefix + strings.ToUpper(first) }
 
 // streamSubject is what the stream of first captures.
-func streamSubject(first string) string { return subjectRoot + first + ".>" }
+func (n names) streamSubject(first string) string { return n.root + first + ".>" }
 
 // subject is where a message of topic in partition p is published.
-func subject(topic string, p int) string {
+func (n names) subject(topic string, p int) string {
 	first, rest := splitTopic(topic)
-	s := subjectRoot + first + "." + strconv.Itoa(p)
+	s := n.root + first + "." + strconv.Itoa(p)
 	if rest != "" {
 		s += "." + rest
 	}
@@ -70,13 +87,13 @@ func parseFilter(s string) (filter, error) {
 	return f, nil
 }
 
-// subject is the filter subject for partition p, or every partition if p < 0.
-func (f filter) subject(p int) string {
+// filterSubject is the subject of f for partition p, or every partition if p < 0.
+func (n names) filterSubject(f filter, p int) string {
 	part := "*"
 	if p >= 0 {
 		part = strconv.Itoa(p)
 	}
-	s := subjectRoot + f.first + "." + part
+	s := n.root + f.first + "." + part
 	if f.rest != "" {
 		s += "." + f.rest
 	}

@@ -15,7 +15,7 @@ func TestSubjects(t *testing.T) {
 		{"payment.succeeded", 0, "keel.ev.payment.0.succeeded"},
 		{"payment.refund.done", 15, "keel.ev.payment.15.refund.done"},
 	} {
-		if got := subject(tc.topic, tc.p); got != tc.want {
+		if got := newNames("").subject(tc.topic, tc.p); got != tc.want {
 			t.Errorf("subject(%q, %d) = %q, want %q", tc.topic, tc.p, got, tc.want)
 		}
 	}
@@ -33,9 +33,12 @@ func TestSubjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.subject(tc.p); got != tc.want {
+		if got := newNames("").filterSubject(f, tc.p); got != tc.want {
 			t.Errorf("filter %q partition %d = %q, want %q", tc.filter, tc.p, got, tc.want)
 		}
+	}
+	if n := newNames("shop"); n.subject("payment.ok", 2) != "shop.ev.payment.2.ok" || n.streamName("payment") != "SHOP_PAYMENT" {
+		t.Errorf("namespace shop: %q in %q", n.subject("payment.ok", 2), n.streamName("payment"))
 	}
 	for _, bad := range []string{"", ">", "Payment", "a..b", "a.>.b", "a.*", "a b"} {
 		if _, err := parseFilter(bad); err == nil {

@@ -120,7 +120,7 @@ func (s *subscriber) consumerConfig(f filter, partition int) consumerSpec {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.sub.AckWait,
 		MaxDeliver:    -1,
-		FilterSubject: f.subject(partition),
+		FilterSubject: s.b.names.filterSubject(f, partition),
 		MaxAckPending: s.b.cfg.MaxAckPending,
 		// Zero (never) unless configured: a durable keeps its place
 		// however long its instances are away.
@@ -132,7 +132,7 @@ func (s *subscriber) consumerConfig(f filter, partition int) consumerSpec {
 	if partition >= 0 {
 		cfg.MaxAckPending = 1
 	}
-	return consumerSpec{stream: streamName(f.first), first: f.first, partition: partition, cfg: cfg}
+	return consumerSpec{stream: s.b.names.streamName(f.first), first: f.first, partition: partition, cfg: cfg}
 }
 
 type subscriber struct {
@@ -196,7 +196,7 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 			m, err := it.Next(jetstream.NextContext(s.fetchCtx))
 			if err != nil {
 				if s.fetchCtx.Err() != nil {
-					s.handBack(it)
+					s.finish(it, c.partition)
 					return
 				}
 				// The iterator ended (consumer deleted, connection closed):
@@ -206,37 +206,44 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 				cons = nil
 				break
 			}
-			if c.partition >= 0 {
-				s.handle(m, c.partition)
-				continue
-			}
-			select {
-			case s.slots <- struct{}{}:
-			case <-s.fetchCtx.Done():
-				_ = m.Nak()
-				s.handBack(it)
-				return
-			}
-			s.handlers.Add(1)
-			go func() {
-				defer func() { <-s.slots; s.handlers.Done() }()
-				s.handle(m, -1)
-			}()
+			s.dispatch(m, c.partition)
 		}
 	}
 }
 
-// handBack drains what the client already buffered and negatively
-// acknowledges it, so another instance (or the next subscriber) gets it
-// at once instead of after AckWait.
-func (s *subscriber) handBack(it jetstream.MessagesContext) {
+// dispatch hands a message to the handler: inline on an ordered lane,
+// else on one of the subscription's handler slots.
+func (s *subscriber) dispatch(m jetstream.Msg, partition int) {
+	if partition >= 0 {
+		s.handle(m, partition)
+		return
+	}
+	s.slots <- struct{}{}
+	s.handlers.Add(1)
+	go func() {
+		defer func() { <-s.slots; s.handlers.Done() }()
+		s.handle(m, -1)
+	}()
+}
+
+// finish, on stop, drains what the client already received and handles
+// it like the calls in flight: those messages are this instance's
+// already, and handing them back (a negative acknowledgement) was measured
+// to make a 2.9 server deliver one of them twice and lose another when the
+// next subscriber of the durable pulls. Only once Stop gives up waiting
+// are the rest handed back.
+func (s *subscriber) finish(it jetstream.MessagesContext, partition int) {
 	it.Drain()
 	for {
 		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
 		if err != nil {
 			return
 		}
-		_ = m.Nak()
+		if s.hctx.Err() != nil {
+			_ = m.Nak()
+			continue
+		}
+		s.dispatch(m, partition)
 	}
 }
 
@@ -296,9 +303,10 @@ func (s *subscriber) call(d *keelevents.Delivery) (err error) {
 	return s.h(s.hctx, d)
 }
 
-// Stop stops pulling, hands back what was buffered, waits for the handler
-// calls in flight (ctx bounds the wait; past it their context is
-// cancelled) and flushes their acknowledgements to the server.
+// Stop stops pulling, handles what the client had already received, waits
+// for the handler calls in flight (ctx bounds the wait; past it their
+// context is cancelled and what is left is handed back) and flushes the
+// acknowledgements to the server.
 func (s *subscriber) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopFetch()

@@ -91,15 +91,19 @@ SELECT set_config('keel.batch_bulk', 'off', true);
 UPDATE keel_batch SET materialized = true, updated_at = now() WHERE id = $1;
 
 -- name: BatchTerminateItems
--- Items never claimed (fence 0) end as unprocessed; anything ever claimed
--- (it may have called the outside world) is left to finish.
+-- Items never claimed (fence 0) end as unprocessed, and so do items waiting
+-- for a connection or for another channel's ACK (by the contract of those
+-- waits, this item called nothing); anything else ever claimed (it may have
+-- called the outside world) is left to finish.
 UPDATE keel_job
 SET state = 'cancelled',
     result = '{"reason":"batch_terminated"}'::jsonb,
+    wait_reason = NULL,
+    wait_deadline = NULL,
     finalized_at = coalesce($2::timestamptz, now())
 WHERE batch_id = $1
-  AND state IN ('available', 'scheduled')
-  AND fence = 0;
+  AND ((state IN ('available', 'scheduled') AND fence = 0)
+       OR (state = 'waiting' AND wait_reason IN ('connection', 'external_ack')));
 
 -- name: BatchStartReady
 UPDATE keel_batch
@@ -173,3 +177,26 @@ LIMIT $6;
 
 -- name: BatchSetLastError
 UPDATE keel_batch SET last_error = $2, updated_at = now() WHERE id = $1;
+
+-- name: BatchItemSettle
+-- A batch item parked for its ACK (or made available by that wait's
+-- deadline and not claimed since: the promotion keeps the wait fields) ends
+-- without another run. The state condition makes it race-free against a
+-- claim, a wake or another settle.
+UPDATE keel_job j
+SET state = $2,
+    result = coalesce($3::jsonb, j.result),
+    errors = CASE WHEN $4::jsonb IS NULL THEN j.errors
+                  ELSE j.errors || jsonb_build_array(
+                      jsonb_build_object('attempt', j.attempt, 'fence', j.fence, 'at', coalesce($5::timestamptz, now()))
+                      || $4::jsonb)
+             END,
+    wait_reason = NULL,
+    wait_deadline = NULL,
+    needs_check = false,
+    finalized_at = coalesce($5::timestamptz, now())
+WHERE j.id = $1
+  AND j.batch_id IS NOT NULL
+  AND j.state IN ('waiting', 'available')
+  AND j.wait_reason = 'ack'
+RETURNING coalesce(j.flow_key, ''), j.queue;

@@ -59,13 +59,18 @@ ON CONFLICT (batch_id, subject) WHERE batch_id IS NOT NULL DO NOTHING;
 UPDATE keel_batch SET materialized = 1, updated_at = :now WHERE id = :id;
 
 -- name: BatchTerminateItems
--- Items never claimed (fence 0) end as unprocessed; anything ever claimed
--- is left to finish.
+-- Items never claimed (fence 0) end as unprocessed, and so do items waiting
+-- for a connection or another channel's ACK (they called nothing); anything
+-- else ever claimed is left to finish.
 UPDATE keel_job
 SET state = 'cancelled',
     result = '{"reason":"batch_terminated"}',
+    wait_reason = NULL,
+    wait_deadline = NULL,
     finalized_at = :now
-WHERE batch_id = :id AND state IN ('available', 'scheduled') AND fence = 0;
+WHERE batch_id = :id
+  AND ((state IN ('available', 'scheduled') AND fence = 0)
+       OR (state = 'waiting' AND wait_reason IN ('connection', 'external_ack')));
 
 -- name: BatchStartReady
 UPDATE keel_batch
@@ -133,3 +138,26 @@ LIMIT :limit;
 
 -- name: BatchSetLastError
 UPDATE keel_batch SET last_error = :msg, updated_at = :now WHERE id = :id;
+
+-- name: BatchItemSettle
+-- A batch item parked for its ACK (or made available by that wait's
+-- deadline and not claimed since: the promotion keeps the wait fields) ends
+-- without another run; the state condition makes it race-free.
+UPDATE keel_job
+SET state = :state,
+    result = coalesce(json(:result), result),
+    errors = CASE WHEN :err_class IS NULL THEN errors ELSE json_insert(errors, '$[#]', json_object(
+        'attempt', attempt,
+        'fence', fence,
+        'class', :err_class,
+        'message', :err_message,
+        'at', :err_at)) END,
+    wait_reason = NULL,
+    wait_deadline = NULL,
+    needs_check = 0,
+    finalized_at = :now
+WHERE id = :id
+  AND batch_id IS NOT NULL
+  AND state IN ('waiting', 'available')
+  AND wait_reason = 'ack'
+RETURNING coalesce(flow_key, ''), queue;

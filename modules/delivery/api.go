@@ -10,8 +10,8 @@ import (
 	"github.com/keelwork/keel/module/web"
 )
 
-// API paths (seed §9, plus the record list and its single and page
-// requeues).
+// API paths: the requeue tasks at the paths operators' tools already call,
+// plus the record list and its single and page requeues.
 const (
 	PathTasks      = "/admin/operations/downstream-requeue-tasks"
 	PathDeliveries = "/admin/operations/downstream-deliveries"
@@ -273,9 +273,13 @@ func (m *Module[TTx]) apiCreate(w http.ResponseWriter, r *http.Request) (int, an
 	if err := checkTaskRequest(&b); err != nil {
 		return 0, nil, err
 	}
-	row, err := m.CreateTask(r.Context(), b)
+	row, created, err := m.CreateTaskOnce(r.Context(), b)
 	if err != nil {
 		return 0, nil, err
+	}
+	if !created {
+		// The token made its task already: the same task again, not a new one.
+		return http.StatusOK, m.viewTask(langOf(r), row), nil
 	}
 	return http.StatusCreated, m.viewTask(langOf(r), row), nil
 }

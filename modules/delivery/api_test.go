@@ -22,8 +22,8 @@ import (
 	"github.com/keelwork/keel/server/migration"
 )
 
-// TestAPIRoles serves the module's API through Keel's server: every seed
-// §9 path exists at its absolute path; reads need a viewer, changes an
+// TestAPIRoles serves the module's API through Keel's server: every path
+// operators' tools call exists at its absolute path; reads need a viewer, changes an
 // operator; without a token nothing is served; the operator's token is the
 // actor of the preview and the creation, so a preview cannot be redeemed
 // by someone else.

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,6 +22,8 @@ type applier[TTx any] struct {
 	quit   chan struct{}
 	once   sync.Once
 	wg     sync.WaitGroup
+	// gate counts task items' failures known but not yet settled.
+	gate *keyGate
 	// wakeRetry are the delays after which a parked job whose wake found
 	// it not yet waiting (its JobWait not committed yet) is woken again.
 	wakeRetry []time.Duration
@@ -35,7 +38,7 @@ type queued struct {
 const maxApplyBatch = 500
 
 func newApplier[TTx any](st *store[TTx], client func() *keel.Client[TTx], log *slog.Logger) *applier[TTx] {
-	return &applier[TTx]{st: st, client: client, log: log, in: make(chan queued, 4096), quit: make(chan struct{}),
+	return &applier[TTx]{st: st, client: client, log: log, in: make(chan queued, 4096), quit: make(chan struct{}), gate: newKeyGate(),
 		wakeRetry: []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second}}
 }
 
@@ -45,7 +48,11 @@ func (p *applier[TTx]) conclude(a *attempt, o outcome) {
 	if !a.settle() {
 		return
 	}
-	a.freeSlot()
+	if a.holdsSlotFor(o) {
+		a.holdFailure(p.gate)
+	} else {
+		a.freeSlot()
+	}
 	o.ID, o.Token = a.recordID, a.token
 	if o.Event.Conn == "" {
 		o.Event.Conn = a.connID
@@ -120,15 +127,97 @@ func (p *applier[TTx]) apply(ctx context.Context, batch []queued) {
 		done = map[int64]bool{}
 	}
 	var wake []int64
+	var settle []*attempt
 	for _, q := range batch {
 		f := finished{status: q.out.Status, class: q.out.Class, err: q.out.Error, applied: done[q.a.recordID]}
-		if q.a.deliver(f) && q.a.jobID > 0 {
+		q.a.outcome = f
+		parked := q.a.deliver(f)
+		switch {
+		case parked && q.a.jobID > 0 && q.a.batch && f.applied:
+			settle = append(settle, q.a)
+		case parked && q.a.jobID > 0:
 			wake = append(wake, q.a.jobID)
+			q.a.freeSlot()
+		case !f.applied:
+			// The worker re-reads the record; nothing to count here.
+			q.a.freeSlot()
 		}
 	}
 	if len(wake) > 0 {
 		p.wake(ctx, wake, 0)
 	}
+	if len(settle) > 0 {
+		p.settle(ctx, settle, 0)
+	}
+}
+
+// settle ends parked task items by their applied outcome, without a new
+// claim: a success completes the item, a failure fails it and counts toward
+// its application's auto-pause (in the same transaction), a lost connection
+// ends it uncounted. Items not parked yet (their JobWait not committed) are
+// tried again; those never settled are woken, and their worker reads the
+// record. Window slots held for failures are freed once the settle
+// committed, so the write waiting for the slot sees any pause it caused.
+func (p *applier[TTx]) settle(ctx context.Context, as []*attempt, try int) {
+	c := p.client()
+	if c == nil {
+		for _, a := range as {
+			a.freeSlot()
+		}
+		return
+	}
+	items := make([]keel.BatchSettle, len(as))
+	for i, a := range as {
+		items[i] = settleOf(a)
+	}
+	applied, err := c.BatchItemsSettle(ctx, items)
+	if err != nil {
+		p.log.Warn("delivery: settling task items", "n", len(as), "err", err)
+	}
+	got := make(map[int64]bool, len(applied))
+	for _, id := range applied {
+		got[id] = true
+	}
+	var left []*attempt
+	for _, a := range as {
+		if got[a.jobID] {
+			a.freeSlot()
+		} else {
+			left = append(left, a)
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	if try >= len(p.wakeRetry) {
+		ids := make([]int64, len(left))
+		for i, a := range left {
+			ids[i] = a.jobID
+			a.freeSlot()
+		}
+		p.wake(ctx, ids, 0)
+		return
+	}
+	time.AfterFunc(p.wakeRetry[try], func() { p.settle(ctx, left, try+1) })
+}
+
+// settleLater settles an item whose worker received its failure in place:
+// the worker parks it (JobWait) and the settle counts the failure once the
+// park committed.
+func (p *applier[TTx]) settleLater(ctx context.Context, a *attempt) {
+	time.AfterFunc(p.wakeRetry[0], func() { p.settle(context.WithoutCancel(ctx), []*attempt{a}, 1) })
+}
+
+func settleOf(a *attempt) keel.BatchSettle {
+	f := a.outcome
+	if f.status == StatusDelivered {
+		res := itemResult{Status: StatusDelivered, Conn: a.connID}
+		if a.outer != 0 {
+			res.Outer = strconv.FormatUint(a.outer, 10)
+		}
+		return keel.BatchSettle{ID: a.jobID, Success: true, Result: res}
+	}
+	return keel.BatchSettle{ID: a.jobID, Err: failure(f.class, f.err), Uncounted: unknownClass(f.class)}
 }
 
 // wake makes parked jobs available; ids not yet waiting are tried again.

@@ -14,6 +14,7 @@ const (
 	ClassInvalidMsgID = "invalid_msg_id" // ACK echoing another Msg_Id
 	ClassInvalidAck   = "invalid_ack"    // HTTP body without a valid per-item ACK
 	ClassConnClosed   = "conn_closed"    // the connection ended before the ACK
+	ClassConnLost     = "conn_lost"      // the process or connection that wrote it is gone; outcome unknown
 	ClassHTTPTimeout  = "http_timeout"   // the HTTP push timed out
 	ClassHTTPStatus   = "http_status"    // the customer answered non-2xx
 	ClassHTTPConnect  = "http_connect"   // the customer's URL could not be reached
@@ -30,13 +31,24 @@ type attempt struct {
 	connID   string
 	seq      uint32
 	outer    uint64 // the outer Msg_Id written (CMPP)
+	// batch: a requeue task item. Its outcome settles the parked job
+	// directly (no second claim, which a paused application would refuse),
+	// and a failure keeps the window slot until the failure is counted, so
+	// that the write waiting for the slot sees the auto-pause it may cause.
+	batch bool
 
 	mu      sync.Mutex
 	parked  bool          // the worker returned JobWait: wake the job instead of signalling
 	settled bool          // an outcome was queued
 	done    chan finished // buffered 1: the applied outcome for a waiting worker
+	outcome finished      // the applied outcome (set before it is delivered)
 	release func()        // frees the window slot (once)
 	relOnce sync.Once
+	// key and gate: a failure held for counting (holdsSlotFor) is pending
+	// in gate under key until the slot is freed.
+	key      string
+	gate     *keyGate
+	released bool
 }
 
 // finished tells a waiting worker how its attempt ended: the status the
@@ -55,10 +67,29 @@ func newAttempt(recordID int64, token string, jobID int64) *attempt {
 
 func (a *attempt) freeSlot() {
 	a.relOnce.Do(func() {
+		a.mu.Lock()
+		a.released = true
+		g := a.gate
+		a.mu.Unlock()
 		if a.release != nil {
 			a.release()
 		}
+		if g != nil {
+			g.done(a.key)
+		}
 	})
+}
+
+// holdFailure marks the attempt's failure pending in g until its slot is
+// freed (after the settle counted it).
+func (a *attempt) holdFailure(g *keyGate) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.released || a.gate != nil || g == nil || a.key == "" {
+		return
+	}
+	a.gate = g
+	g.add(a.key)
 }
 
 // settle marks the attempt concluded; false when it was already.
@@ -97,6 +128,15 @@ func (a *attempt) deliver(f finished) (parked bool) {
 }
 
 func tokenOf(jobID int64) string { return "j" + itoa(jobID) }
+
+// holdsSlotFor: a task item's failure frees its window slot only once the
+// failure is counted (settle), not when it is known.
+func (a *attempt) holdsSlotFor(o outcome) bool { return a.batch && o.Status != StatusDelivered }
+
+// unknownClass: the write's connection or process was lost, so whether the
+// customer received and acknowledged it cannot be known. Not the customer's
+// failure: it does not count toward the task's auto-pause threshold.
+func unknownClass(class string) bool { return class == ClassConnClosed || class == ClassConnLost }
 
 // graceAfterDeadline is added to an ACK deadline before a job looks at an
 // attempt again, so that an ACK applied right at the deadline is seen.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/web"
 )
@@ -37,6 +38,13 @@ func (m *Module[TTx]) CreateApplication(ctx context.Context, n NewApplication) (
 	err := m.st.db.InTx(ctx, func(tx txOf[TTx]) error {
 		var err error
 		if id, err = m.st.insertApp(ctx, tx, &n); err != nil {
+			return err
+		}
+		rate := n.Rate
+		if rate == 0 {
+			rate = DefaultAppRate
+		}
+		if err := m.setAppLimitTx(ctx, tx, id, rate); err != nil {
 			return err
 		}
 		return m.audit(ctx, tx, "delivery.app_create", id, map[string]any{"name": n.Name, "account": n.Account,
@@ -89,6 +97,9 @@ func (m *Module[TTx]) UpdateApplication(ctx context.Context, id int64, c AppChan
 		if _, err := m.st.updateApp(ctx, tx, &a); err != nil {
 			return err
 		}
+		if err := m.setAppLimitTx(ctx, tx, id, a.Rate); err != nil {
+			return err
+		}
 		return m.audit(ctx, tx, "delivery.app_update", id, map[string]any{"status": a.Status, "report_enabled": a.ReportEnabled,
 			"mo_enabled": a.MOEnabled, "report_compat": a.ReportCompat, "push_url": a.PushURL, "rate": a.Rate})
 	})
@@ -115,6 +126,19 @@ func (m *Module[TTx]) auditTarget(ctx context.Context, tx txOf[TTx], action, tar
 	return cl.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: action, Target: target, Context: c})
 }
 
+// setAppLimitTx sets the application's key limit in the transaction of
+// the change that implies it: one audited change, committed or refused as
+// a whole (before Start there is no client yet; Start installs every
+// application's limit).
+func (m *Module[TTx]) setAppLimitTx(ctx context.Context, tx txOf[TTx], id int64, rate float64) error {
+	cl := m.client.Load()
+	if cl == nil {
+		return nil
+	}
+	_, err := cl.FlowLimitSetTx(ctx, tx.Native(), &keeltype.FlowLimit{Pattern: appKey(id), Queue: QueueName, Rate: rate})
+	return err
+}
+
 func setIf[T any](dst *T, v *T) {
 	if v != nil {
 		*dst = *v
@@ -128,11 +152,6 @@ func (m *Module[TTx]) afterAppChange(ctx context.Context, id int64) (*Applicatio
 	a, ok := m.apps.get(id)
 	if !ok {
 		return nil, fmt.Errorf("application %d vanished", id)
-	}
-	if c := m.client.Load(); c != nil {
-		if err := m.setAppLimit(ctx, a); err != nil {
-			return nil, err
-		}
 	}
 	m.recomputeKeys()
 	return a, nil

@@ -2,8 +2,10 @@ package delivery
 
 import "time"
 
-// Skip reasons of requeue items (seed §7.1): the item did not call the
-// gateway. They are the codes passed to keel.JobSkip.
+// Skip reasons of requeue items: the item did not call the gateway, because
+// the record moved on after the task was created, another task or channel
+// delivered it, or its data cannot be pushed. They are the codes passed to
+// keel.JobSkip.
 const (
 	SkipStateChanged     = "state_changed"            // 执行前状态已变化
 	SkipConfirmedLater   = "confirmed_after_creation" // 创建任务后才被客户确认
@@ -84,9 +86,10 @@ func sendable(r *Record, app *Application) (string, bool) {
 	return "", true
 }
 
-// decideItem is a requeue item's verdict (seed §6-§7): the record as read
-// right before acting, the application (nil when gone), the item's frozen
-// state, and the job and task it runs as.
+// decideItem is a requeue item's verdict, taken from the record as read
+// right before acting (never from what the task saw at its creation): the
+// application (nil when gone), the item's frozen state, and the job and
+// task it runs as decide whether it pushes, waits or skips.
 func decideItem(r *Record, app *Application, args *RequeueArgs, jobID, batchID int64, at time.Time) verdict {
 	if r == nil {
 		return verdict{kind: vSkip, code: SkipIncompleteData}

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestDecideItem is the requeue item's decision table (seed §7): skips
+// TestDecideItem is the requeue item's decision table: skips
 // never send, waits are waits, a delivered record is re-sent only when
 // frozen delivered and untouched, and the item's own attempt is
 // recognized by its token.

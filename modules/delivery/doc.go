@@ -3,7 +3,7 @@
 // 3.0 (package cmpp, the gateway's server side) or HTTP, records every
 // push as a delivery record, and lets operators requeue records singly, by
 // the selection of a page, or in bulk through a background task built on
-// the engine's batches (seed 003, design V1.1).
+// the engine's batches.
 //
 // A delivery record moves through
 //
@@ -24,6 +24,7 @@
 // of their application (keel.QueueConfig.FlowKeys), or, when no instance
 // does, by any instance, which parks them waiting for the connection.
 //
-// See docs/delivery.md for the design, the requeue task (seed §2-§8), the
-// API, and how each gap of the seed's audit (§11.2) is closed.
+// See docs/delivery.md for the design, the requeue task (preview, snapshot,
+// speed, pause and resume, terminate, item verdicts), the API, and how each
+// known gap of the previous system is closed.
 package delivery

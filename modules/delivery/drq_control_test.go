@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func TestDRQ007(t *testing.T) {
 			itemsDone(t, i, task.ID, r) && itemsDone(t, i, task.ID, g)
 	})
 	// q's slow item was written before the third rejection paused q: its
-	// ACK delivered the record; the item completes when q resumes.
+	// ACK delivered the record and settled the item, paused or not.
 	if rec := e.record(i, qRecs[2].ID); rec.Status != StatusDelivered {
 		t.Fatalf("the slow ACK of q: %+v", rec)
 	}
@@ -167,6 +168,7 @@ func TestDRQ010(t *testing.T) {
 
 	// Churn pause/resume while items run.
 	var wg sync.WaitGroup
+	var controls atomic.Int32
 	stop := make(chan struct{})
 	wg.Add(1)
 	go func() {
@@ -186,12 +188,18 @@ func TestDRQ010(t *testing.T) {
 			}
 			if err != nil && !errors.Is(err, keeltype.ErrInvalidState) {
 				t.Errorf("control: %v", err)
+			} else if err == nil {
+				controls.Add(1)
 			}
 			assertSum(t, i, task.ID, n)
 			time.Sleep(time.Duration(20+r.IntN(60)) * time.Millisecond)
 		}
 	}()
-	time.Sleep(800 * time.Millisecond)
+	// The churn goes on until it has both moved the task many times and let
+	// items through to the customer.
+	waitFor(t, 20*time.Second, "pauses and resumes while items are written", func() bool {
+		return controls.Load() >= 10 && len(cust.received()) >= 5
+	})
 	close(stop)
 	wg.Wait()
 
@@ -199,10 +207,16 @@ func TestDRQ010(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTask(t, i, task.ID, 5*time.Second, keeltype.BatchPaused)
-	// Paused: after what was in flight settles, nothing new is written.
-	time.Sleep(300 * time.Millisecond)
+	// Paused: once no item runs, nothing new is written, while the slow
+	// ACKs of what was written before the pause come back (700 ms each:
+	// the window in which a paused item could wrongly be claimed).
+	waitFor(t, 20*time.Second, "the items running at the pause to end", func() bool {
+		return counts(t, i, task.ID)[keeltype.OutcomeProcessing] == 0
+	})
 	before := len(cust.received())
-	time.Sleep(700 * time.Millisecond)
+	waitFor(t, 20*time.Second, "the ACKs in flight at the pause to arrive", func() bool {
+		return counts(t, i, task.ID)[keeltype.OutcomeWaitingACK] == 0
+	})
 	if got := len(cust.received()); got != before {
 		t.Fatalf("%d DELIVERs written while the task was paused", got-before)
 	}
@@ -338,7 +352,11 @@ func TestDRQ011(t *testing.T) {
 	seen := map[int64]bool{}
 	before := 0
 	for pages := 0; ; pages++ {
-		_, body, err := callRoute(t, io.m.apiTasks, "GET", fmt.Sprintf("%s?limit=10&before=%d", PathTasks, before), "")
+		url := PathTasks + "?limit=10"
+		if before != 0 { // the first page names no cursor
+			url += fmt.Sprintf("&before=%d", before)
+		}
+		_, body, err := callRoute(t, io.m.apiTasks, "GET", url, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	gocmpp "github.com/bigwhite/gocmpp"
 
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeltype"
 )
@@ -32,7 +33,7 @@ type child struct {
 
 // startChild re-executes the test binary as a Keel instance on the
 // environment's schema and waits for it to serve.
-func startChild(t *testing.T, e *env, name string) *child {
+func startChild(t *testing.T, e *env, name string, settings ...string) *child {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
@@ -41,7 +42,8 @@ func startChild(t *testing.T, e *env, name string) *child {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=instance", "DELIVERY_HELPER_URL="+testdb.PostgresURL(t),
-		"DELIVERY_HELPER_SCHEMA="+e.schema, "DELIVERY_HELPER_INSTANCE="+name)
+		"DELIVERY_HELPER_SCHEMA="+e.schema, "DELIVERY_HELPER_INSTANCE="+name,
+		"DELIVERY_HELPER_SETTINGS="+strings.Join(settings, ","))
 	cmd.Stderr = logFile
 	// The child never outlives the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -199,11 +201,106 @@ func TestDRQ009(t *testing.T) {
 		id, _ := strconv.ParseUint(it.MsgID, 10, 64)
 		switch {
 		case silent[it.Phone]:
-			if it.Outcome != keeltype.OutcomeFailed || it.Reason != ClassAckTimeout || sent[id] != 1 {
+			// Written before the kill: the process that would have read
+			// its ACK is gone, so the outcome is unknown (conn_lost), not
+			// an ACK timeout, and it is never re-sent.
+			if it.Outcome != keeltype.OutcomeFailed || it.Reason != ClassConnLost || sent[id] != 1 {
 				t.Fatalf("DELIVER written before the kill: %+v, sent %d times", it, sent[id])
 			}
 		case it.Outcome != keeltype.OutcomeSuccess || sent[id] != 1:
 			t.Fatalf("record %d: %s, sent %d times", it.DeliveryID, it.Outcome, sent[id])
 		}
+	}
+}
+
+// TestDRQ009AckedInFlightAtKill (§6 "processing 必须有租约/超时恢复",
+// DRQ-009): an instance is SIGKILLed while its customer has DELIVERs in
+// hand that it acknowledges — to the dead process. Losing the process that
+// carried the write is not the customer's failure: after a restart those
+// items end with an unknown outcome (conn_lost, not an ACK timeout), the
+// application is not auto-paused (its threshold, 2, is below the number
+// of such items), nothing written is written again, and the task finishes
+// by itself.
+func TestDRQ009AckedInFlightAtKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two Keel processes; skipped under -short")
+	}
+	t.Parallel()
+	e := newEnv(t)
+	io := e.insertOnly()
+	ent := e.enterprise(io, "Acme")
+	app := e.app(io, ent, "acks-to-the-dead", "k009", ProtoCMPP30, "")
+	const n = 20
+	var recs []*Record
+	for k := range n {
+		recs = append(recs, e.seed(io, app, StatusFailed, time.Now().Add(-time.Hour), fmt.Sprintf("1350900%04d", k)))
+	}
+	task := createTask(t, io, Filter{AppID: app.ID}, CreateTaskRequest{Rate: 20, AutoPause: 2})
+	log := &deliverLog{}
+	var mu sync.Mutex
+	delay := 1500 * time.Millisecond
+	policy := func(d *delivered) ackAction {
+		log.add(d)
+		mu.Lock()
+		defer mu.Unlock()
+		return ackAction{Delay: delay}
+	}
+	dial := func(c *child) *customerSim {
+		cs, err := dialCustomer(c.addr, app.Account, app.Secret, gocmpp.V30, policy, nil)
+		if err != nil {
+			t.Fatalf("customer: %v", err)
+		}
+		return cs
+	}
+	settings := []string{"window=8", "ack_timeout=3s"}
+	c1 := startChild(t, e, "child-1", settings...)
+	dial(c1)
+	waitFor(t, 30*time.Second, "DELIVERs in flight", func() bool {
+		return counts(t, io, task.ID)[keeltype.OutcomeWaitingACK] >= 3
+	})
+	c1.kill(t)
+	inFlight := log.perRecord()
+	t.Logf("killed with %d DELIVERs received and not yet acknowledged to a live process: %v", len(inFlight), counts(t, io, task.ID))
+	mu.Lock()
+	delay = 0
+	mu.Unlock()
+
+	c2 := startChild(t, e, "child-2", settings...)
+	cust := dial(c2)
+	defer cust.close()
+	done := waitTask(t, io, task.ID, 60*time.Second, keeltype.BatchCompleted, keeltype.BatchPartialCompleted)
+	if k, err := io.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+app.FlowKey()); err == nil && k.PausedAt != nil {
+		t.Fatalf("the application auto-paused: %s", k.PauseContext)
+	}
+	if l, err := io.c.AuditList(context.Background(), &keel.AuditListParams{Action: "batch.autopause"}); err != nil || len(l) != 0 {
+		t.Fatalf("auto-pause audits after the kill: %v %d", err, len(l))
+	}
+	sent := log.perRecord()
+	list, err := io.m.TaskItems(context.Background(), "zh", task.ID, ItemQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost int64
+	for _, it := range list.Items {
+		id, _ := strconv.ParseUint(it.MsgID, 10, 64)
+		if sent[id] != 1 {
+			t.Fatalf("record %d reached the customer %d times", it.DeliveryID, sent[id])
+		}
+		switch it.Outcome {
+		case keeltype.OutcomeSuccess:
+		case keeltype.OutcomeFailed:
+			lost++
+			if it.Reason != ClassConnLost || inFlight[id] != 1 {
+				t.Fatalf("record %d failed as %q (in flight at the kill: %v)", it.DeliveryID, it.Reason, inFlight[id] == 1)
+			}
+		default:
+			t.Fatalf("record %d ended %s", it.DeliveryID, it.Outcome)
+		}
+	}
+	if lost < 3 || done.Counts[keeltype.OutcomeSuccess] != n-lost {
+		t.Fatalf("after the restart: %s %v (%d lost)", done.State, done.Counts, lost)
+	}
+	if drift, err := io.c.BatchReconcile(context.Background(), task.ID, false); err != nil || !drift.None() {
+		t.Fatalf("counters drifted: %v %+v", err, drift)
 	}
 }

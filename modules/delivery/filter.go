@@ -20,8 +20,8 @@ const dateLayout = "2006-01-02"
 const maxKeyword = 100
 
 // Filter selects delivery records: the list's filter bar and the scope of
-// a requeue task. Paging and selection are not part of it (seed §3.1), so
-// the same filter gives the same task whatever page the operator is on.
+// a requeue task. Paging and selection are not part of it, so the same
+// filter gives the same task whatever page the operator is on.
 type Filter struct {
 	EnterpriseID int64  `json:"enterprise_id,omitempty"`
 	AppID        int64  `json:"app_id,omitempty"`

@@ -12,7 +12,7 @@ import (
 	"github.com/keelwork/keel/module"
 )
 
-// TestPreviewBinding (§11.2 P1, preview and creation bound): creation
+// TestPreviewBinding (the preview and the creation are bound): creation
 // takes its scope and snapshot from the server-signed preview token only;
 // a token whose filter was widened, one made for another operator, and an
 // expired one are refused, and nothing is created.
@@ -72,7 +72,7 @@ func isProblem(err error, code string) bool {
 	return errors.As(err, &pe) && pe.Code == code
 }
 
-// TestLabels (§11.2 P2, internal wording): every record status, task
+// TestLabels (operators read words, not internal codes): every record status, task
 // state, item outcome, skip reason, wait and failure class has Chinese
 // words of its own (never the raw code), and the API's views carry them.
 func TestLabels(t *testing.T) {
@@ -89,7 +89,7 @@ func TestLabels(t *testing.T) {
 	for _, r := range SkipReasons {
 		keys = append(keys, "skip."+r)
 	}
-	for _, c := range []string{ClassAckTimeout, ClassAckRejected, ClassInvalidMsgID, ClassInvalidAck, ClassConnClosed,
+	for _, c := range []string{ClassAckTimeout, ClassAckRejected, ClassInvalidMsgID, ClassInvalidAck, ClassConnClosed, ClassConnLost,
 		ClassHTTPTimeout, ClassHTTPStatus, ClassHTTPConnect, ClassEncode, ClassGateway} {
 		keys = append(keys, "class."+c)
 	}
@@ -108,7 +108,7 @@ func TestLabels(t *testing.T) {
 		seen[zh] = k
 	}
 	// The two ways another channel can complete an item read differently
-	// (§11.2 P2: external ACK wording).
+	// (confirmed later by the customer, or delivered by another task).
 	if Label("zh", "skip."+SkipConfirmedLater) == Label("zh", "skip."+SkipOtherTask) {
 		t.Fatal("confirmed later and handled by another task read the same")
 	}

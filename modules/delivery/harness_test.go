@@ -26,6 +26,7 @@ import (
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 var testSigningKey = []byte("delivery test signing key 0123456789")
@@ -231,13 +232,7 @@ func (e *env) record(i *inst, id int64) *Record {
 
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	moduletest.WaitFor(t, within, what, cond)
 }
 
 func alice() context.Context { return keel.WithActor(context.Background(), "user:alice") }

@@ -64,8 +64,12 @@ func TestHTTPPush(t *testing.T) {
 	if r := settled(push("13800000004")); r.Status != StatusFailed || r.LastErrorClass != ClassHTTPStatus {
 		t.Fatalf("non-2xx push: %+v", r)
 	}
-	hc.setAnswer(func(items []PushItem) (int, any) { time.Sleep(1500 * time.Millisecond); return ackAll(items) })
-	if r := settled(push("13800000005")); r.Status != StatusUnconfirmed || r.LastErrorClass != ClassHTTPTimeout {
+	// A customer that answers only after the pusher gave up on it.
+	late := make(chan struct{})
+	hc.setAnswer(func(items []PushItem) (int, any) { <-late; return ackAll(items) })
+	r := settled(push("13800000005"))
+	close(late)
+	if r.Status != StatusUnconfirmed || r.LastErrorClass != ClassHTTPTimeout {
 		t.Fatalf("timed-out push: %+v", r)
 	}
 	if hc.badSig.Load() != 0 {

@@ -117,9 +117,9 @@ func (w *requeueWorker[TTx]) Work(ctx context.Context, job *keel.Job[RequeueArgs
 		}
 		app, _ := m.apps.get(job.Args.AppID)
 		v := decideItem(rec, app, &job.Args, job.ID, job.BatchID, time.Now())
-		// A quick ACK is awaited in place: a parked item is claimed again
-		// when woken, which would spend a second token of the rate.
-		err = m.act(ctx, job, v, rec, sender, m.set.AckInline)
+		// A written item parks at once (waiting_ack from the write on): its
+		// ACK settles it without another claim (applier.settle).
+		err = m.act(ctx, job, v, rec, sender, 0)
 		if !errors.Is(err, errRedecide) {
 			return err
 		}
@@ -157,13 +157,26 @@ func (m *Module[TTx]) act(ctx context.Context, ref jobRef, v verdict, rec *Recor
 		// every externalRecheck, and at that attempt's deadline at the latest.
 		return keel.JobWait(keel.WaitExternalACK, earliest(v.deadline.Add(graceAfterDeadline), time.Now().Add(externalRecheck)))
 	case vAwaitOwn:
+		if rowOf(ref).NeedsCheck && m.writerGone(rec) {
+			// The previous run of this job lost its lease with the DELIVER
+			// out: the process that would have read the ACK is gone.
+			return m.concludeLost(ctx, rec)
+		}
 		return keel.JobWait(keel.WaitACK, v.deadline.Add(graceAfterDeadline))
 	case vTimeoutOwn:
+		switch {
+		case rowOf(ref).NeedsCheck || m.writerGone(rec) && rec.ConnID != httpConnID:
+			return m.concludeLost(ctx, rec)
+		case rec.ConnID != httpConnID:
+			// The connection is live here: its ACK timer concludes the
+			// attempt (ack_timeout) at the deadline it started at the write.
+			return keel.JobWait(keel.WaitACK, time.Now().Add(time.Second))
+		}
 		return m.concludeTimeout(ctx, rec)
 	case vSucceed:
 		return keel.RecordResult(ctx, resultOf(rec))
 	case vFail:
-		return keel.JobFail(failure(v.class, v.msg))
+		return failOutcome(v.class, v.msg)
 	}
 	return errors.New("delivery: unknown verdict")
 }

@@ -16,14 +16,17 @@ var labels = map[string]label{
 	// kinds
 	"kind.report": {"状态回执", "Status report"},
 	"kind.mo":     {"上行短信", "MO message"},
-	// task states (seed §5.1)
+	// task states: a task runs, may pause and resume, and ends completed,
+	// partially completed (some items failed) or terminated by an operator
 	"task.queued":            {"排队中", "Queued"},
 	"task.running":           {"执行中", "Running"},
+	"task.held":              {"部分应用已自动暂停：其任务项等待人工继续，任务不会自行结束", "Held: items of auto-paused applications wait for a resume; the task does not end by itself"},
 	"task.paused":            {"已暂停", "Paused"},
 	"task.completed":         {"已完成", "Completed"},
 	"task.partial_completed": {"部分完成", "Partially completed"},
 	"task.terminated":        {"已终止", "Terminated"},
-	// item outcomes (seed §5.2)
+	// item outcomes: where each item of a task stands; the counters of a
+	// task always sum to its total
 	"outcome.queued":               {"排队", "Queued"},
 	"outcome.processing":           {"处理中", "Processing"},
 	"outcome.waiting_connection":   {"等待连接", "Waiting for connection"},
@@ -34,7 +37,8 @@ var labels = map[string]label{
 	"outcome.failed":               {"失败", "Failed"},
 	"outcome.skipped":              {"跳过", "Skipped"},
 	"outcome.unprocessed":          {"未处理", "Unprocessed"},
-	// skip reasons (seed §7.1)
+	// skip reasons: the item ended without calling the gateway because
+	// pushing again would be wrong or pointless
 	"skip.state_changed":            {"执行前状态已变化", "Status changed before execution"},
 	"skip.confirmed_after_creation": {"创建任务后才被客户确认（由其他投递链路完成）", "Confirmed by the customer after the task was created (completed by another channel)"},
 	"skip.other_task":               {"已被其他任务处理（其他任务已成功投递）", "Handled by another task (it delivered successfully)"},
@@ -45,16 +49,17 @@ var labels = map[string]label{
 	"skip.no_submit_mapping":        {"缺少原 Submit 映射", "Original Submit mapping missing"},
 	"skip.handled_elsewhere":        {"已由其他投递链路处理", "Handled by another push"},
 	"skip.already_delivered":        {"已投递，无需推送", "Already delivered"},
-	// waits (seed §7.2)
+	// waits: an item is not failed while it waits for a connection or an ACK
 	"wait.connection":   {"客户离线，等待可用连接（未写出）", "Customer offline: waiting for a connection (not sent)"},
 	"wait.external_ack": {"其他链路已写出，等待其 ACK 结论", "Sent by another channel: waiting for its ACK"},
 	"wait.ack":          {"本任务已写出，等待客户 ACK", "Sent by this task: waiting for the customer's ACK"},
-	// failure classes (seed §7.3)
+	// failure classes: why a push failed, as the operator reads it
 	"class.ack_timeout":    {"ACK 超时", "ACK timeout"},
 	"class.ack_rejected":   {"客户 ACK 拒绝（非零结果）", "ACK rejected (non-zero result)"},
 	"class.invalid_msg_id": {"ACK 无法关联原消息（Msg_Id 不符）", "ACK names another Msg_Id"},
 	"class.invalid_ack":    {"ACK 无效", "Invalid ACK"},
-	"class.conn_closed":    {"连接断开，未收到 ACK", "Connection closed before the ACK"},
+	"class.conn_closed":    {"连接断开，未收到 ACK（不计入安全阈值）", "Connection closed before the ACK (not counted)"},
+	"class.conn_lost":      {"写出的连接或进程已丢失，结果未知（不计入安全阈值）", "Connection or process that wrote it was lost; outcome unknown (not counted)"},
 	"class.http_timeout":   {"HTTP 推送超时", "HTTP push timed out"},
 	"class.http_status":    {"HTTP 非 2xx 响应", "HTTP non-2xx answer"},
 	"class.http_connect":   {"HTTP 无法连接", "HTTP endpoint unreachable"},

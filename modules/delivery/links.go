@@ -158,6 +158,22 @@ func (ls *links) has(appID int64) bool {
 	return a != nil && len(a.conns) > 0
 }
 
+// hasConn reports whether connection id of the application is live here.
+func (ls *links) hasConn(appID int64, id string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	a := ls.apps[appID]
+	if a == nil {
+		return false
+	}
+	for _, s := range a.conns {
+		if s.l.ID() == id && !s.gone {
+			return true
+		}
+	}
+	return false
+}
+
 // held lists the applications with connections here, by id.
 func (ls *links) held() []heldApp {
 	ls.mu.Lock()

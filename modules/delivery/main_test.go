@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -50,6 +51,12 @@ func helperInstance() error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	settings := testSettings("instance", os.Getenv("DELIVERY_HELPER_INSTANCE"), "window", "2",
 		"ack_timeout", "3s", "ack_inline", "300ms")
+	// DELIVERY_HELPER_SETTINGS overrides: "name=value,name=value".
+	for _, kv := range strings.Split(os.Getenv("DELIVERY_HELPER_SETTINGS"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			settings["delivery."+k] = v
+		}
+	}
 	m, err := New(&module.Host[pgx.Tx]{DB: keelsql.Pgx(d.Pool()), Logger: logger, Settings: settings})
 	if err != nil {
 		return err

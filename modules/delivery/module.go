@@ -147,6 +147,9 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	if err := m.syncLimits(ctx); err != nil {
 		m.log.Warn("delivery: application rate limits", "err", err)
 	}
+	if err := m.startCarrierSim(run); err != nil {
+		return errors.Join(err, m.Stop(ctx))
+	}
 	if err := m.startGateway(ctx); err != nil {
 		return errors.Join(err, m.Stop(ctx))
 	}

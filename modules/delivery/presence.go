@@ -172,8 +172,8 @@ func (m *Module[TTx]) noteTask(id int64) {
 	m.recomputeKeys()
 }
 
-// recomputeKeys is the set of flow keys this instance claims (seed: a
-// push is claimed only where its customer is connected): the applications
+// recomputeKeys is the set of flow keys this instance claims (a push is
+// claimed only where its customer is connected): the applications
 // it sends for (presence.owner) — a CMPP application connected here, an
 // HTTP application, or a CMPP application connected nowhere (its jobs are
 // claimed to be parked waiting for the connection rather than left

@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,7 +16,9 @@ import (
 	"github.com/keelwork/keel/module"
 )
 
-// Requeue settings the operator chooses (seed §2, §8).
+// Requeue settings the operator chooses: the speed of a task (pushes per
+// second per application), the consecutive failures after which it pauses
+// an application, and at most 50 records requeued from one page's selection.
 const (
 	DefaultTaskRate      = keel.DefaultBatchRate      // pushes per second per application
 	DefaultTaskAutoPause = keel.DefaultBatchAutoPause // consecutive failures that pause an application
@@ -26,8 +30,10 @@ const (
 // TaskRates are the speeds the console offers.
 var TaskRates = []float64{1, 5, 10, 20, 50}
 
-// TaskPreview is the preview of seed §3.2: the counts under the filter at
-// the snapshot, and the token that binds them to the creation.
+// TaskPreview is what an operator sees before creating a task: the counts
+// under the filter at the snapshot instant, and the token that binds the
+// creation to exactly this filter and snapshot (a changed filter or an old
+// preview is refused).
 type TaskPreview struct {
 	Filter      Filter           `json:"filter"`
 	SnapshotAt  time.Time        `json:"snapshot_at"`
@@ -119,20 +125,98 @@ func (r *CreateTaskRequest) validate() error {
 
 // CreateTask creates a requeue task: the batch, its per-application rate
 // and auto-pause, and its audit entry commit together; its items are
-// materialized from the token's filter and snapshot.
+// materialized from the token's filter and snapshot. A token creates at
+// most one task: posting it again returns the first task (CreateTaskOnce
+// tells which happened).
 func (m *Module[TTx]) CreateTask(ctx context.Context, r CreateTaskRequest) (*keeltype.BatchRow, error) {
+	b, _, err := m.CreateTaskOnce(ctx, r)
+	return b, err
+}
+
+// ErrPreviewInUse: another request is creating the task of this preview
+// right now and did not finish within taskClaimWait.
+var ErrPreviewInUse = module.Errorf(http.StatusConflict, "preview_in_use",
+	"a task is being created from this preview; look for it in the task list")
+
+// taskClaimWait bounds how long a second post of a token waits for the
+// first post's task (its items are materialized before it is known).
+const taskClaimWait = 30 * time.Second
+
+// CreateTaskOnce is CreateTask, with created=false when the token had
+// already created a task (which is returned). The token's SHA-256 is
+// claimed by a primary key before the task is created, so two posts of
+// one token — at once or one after the other, on any instance — make one
+// task: the loser of the insert waits for the winner's task.
+func (m *Module[TTx]) CreateTaskOnce(ctx context.Context, r CreateTaskRequest) (*keeltype.BatchRow, bool, error) {
 	if err := r.validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	b, err := keel.BatchCreate(ctx, m.client.Load(), source[TTx]{m}, r.Token, keel.BatchOpts{
+	c := m.client.Load()
+	if err := keel.BatchTokenVerify(ctx, c, BatchKind, r.Token); err != nil {
+		return nil, false, tokenProblem(err)
+	}
+	digest := tokenDigest(r.Token)
+	won, err := m.st.claimTaskToken(ctx, digest, keel.ActorFrom(ctx))
+	if err != nil {
+		return nil, false, err
+	}
+	if !won {
+		b, err := m.taskOfToken(ctx, digest)
+		return b, false, err
+	}
+	b, err := keel.BatchCreate(ctx, c, source[TTx]{m}, r.Token, keel.BatchOpts{
 		Name: r.Name, Reason: r.Reason, Queue: QueueName, Rate: r.Rate, AutoPauseFailures: r.AutoPause,
 		PauseOnKeyPause: r.PauseWholeTask,
 	})
 	if err != nil {
-		return nil, tokenProblem(err)
+		if refusedBeforeCreating(err) {
+			// Nothing was created: the token may be used again.
+			_ = m.st.releaseTaskToken(context.WithoutCancel(ctx), digest)
+		}
+		// Otherwise a batch may exist (materialization failed midway): the
+		// claim stays, so the token cannot make a second one.
+		return nil, false, tokenProblem(err)
+	}
+	if err := m.st.setTaskToken(context.WithoutCancel(ctx), digest, b.ID); err != nil {
+		return nil, false, err
 	}
 	m.noteTask(b.ID)
-	return b, nil
+	return b, true, nil
+}
+
+func refusedBeforeCreating(err error) bool {
+	return errors.Is(err, keeltype.ErrBatchToken) || errors.Is(err, keeltype.ErrBatchTokenExpired) ||
+		errors.Is(err, keeltype.ErrBatchTokenOperator) || errors.Is(err, keeltype.ErrInvalidArgument)
+}
+
+// taskOfToken waits for the task the token's first post creates.
+func (m *Module[TTx]) taskOfToken(ctx context.Context, digest string) (*keeltype.BatchRow, error) {
+	deadline := time.Now().Add(taskClaimWait)
+	for {
+		id, found, err := m.st.taskOfToken(ctx, digest)
+		switch {
+		case err != nil:
+			return nil, err
+		case id != 0:
+			return m.task(ctx, id)
+		case !found:
+			// The first post was refused and gave the token back.
+			return nil, module.Errorf(http.StatusConflict, "preview_in_use",
+				"the first use of this preview failed; post it again")
+		case time.Now().After(deadline):
+			return nil, ErrPreviewInUse
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func tokenDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }
 
 func tokenProblem(err error) error {
@@ -194,8 +278,20 @@ func (m *Module[TTx]) ResumeTask(ctx context.Context, id int64, reason string) (
 }
 
 // TerminateTask ends a task; items already sent finish on their own.
+// Items an auto-paused application held back (handed back before writing)
+// would stay queued behind the paused key for good, so its keys resume
+// with the termination's reason: those items run once more only to end
+// unprocessed at their check before the gateway.
 func (m *Module[TTx]) TerminateTask(ctx context.Context, id int64, reason string) (*keeltype.BatchRow, error) {
-	return m.control(ctx, id, reason, m.client.Load().BatchTerminate)
+	c := m.client.Load()
+	b, err := m.control(ctx, id, reason, c.BatchTerminate)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.BatchKeysResumeAll(ctx, id, strings.TrimSpace(reason)); err != nil {
+		return b, fmt.Errorf("task %d terminated; resuming its paused applications so their held items end: %w", id, err)
+	}
+	return b, nil
 }
 
 func (m *Module[TTx]) control(ctx context.Context, id int64, reason string, f func(context.Context, int64, string) (*keeltype.BatchRow, error)) (*keeltype.BatchRow, error) {

@@ -53,6 +53,11 @@ func (m *Module[TTx]) sendCMPP(ctx context.Context, r *pushReq, app *Application
 	l, release, err := m.links.reserve(ctx, app.ID, windowWait)
 	switch {
 	case errors.Is(err, errNoLink):
+		// A terminated task's item ends now rather than after waiting for
+		// a connection; a paused one is handed back.
+		if err := keel.BatchCheck(ctx, r.ref); err != nil {
+			return err
+		}
 		return m.noLink(app)
 	case errors.Is(err, errLinksBusy):
 		return keel.JobSnooze(busySnooze)
@@ -81,6 +86,13 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 	if err := m.pace.wait(ctx, row.FlowKey, m.keyRate(ctx, row.FlowKey), claimed); err != nil {
 		return nil, nil, err
 	}
+	if row.BatchID != 0 {
+		// A failure of this key known before now is counted before the
+		// check, so the check sees the auto-pause it may have caused.
+		if err := m.acks.gate.wait(ctx, row.FlowKey, gateWait); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := keel.BatchCheck(ctx, r.ref); err != nil {
 		return nil, nil, err
 	}
@@ -96,7 +108,7 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 		return nil, nil, fmt.Errorf("claiming record: %w", err)
 	}
 	a := newAttempt(rec.ID, token, row.ID)
-	a.connID = connID
+	a.connID, a.batch, a.key = connID, row.BatchID != 0, row.FlowKey
 	a.outer, _ = strconv.ParseUint(rec.DeliverMsgID, 10, 64)
 	return a, rec, nil
 }
@@ -159,14 +171,14 @@ func (m *Module[TTx]) await(ctx context.Context, r *pushReq, a *attempt, rec *Re
 		select {
 		case f := <-a.done:
 			t.Stop()
-			return m.jobOutcome(ctx, f, rec)
+			return m.jobOutcome(ctx, a, f, rec)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 		}
 	}
 	if !a.park() {
-		return m.jobOutcome(ctx, <-a.done, rec)
+		return m.jobOutcome(ctx, a, <-a.done, rec)
 	}
 	if a.connID != httpConnID {
 		// Visible evidence of the outstanding DELIVER while the job is
@@ -179,15 +191,34 @@ func (m *Module[TTx]) await(ctx context.Context, r *pushReq, a *attempt, rec *Re
 // jobOutcome turns an applied outcome into the job's result; an outcome
 // that did not apply (something concluded the attempt first) sends the
 // job back to read the record.
-func (m *Module[TTx]) jobOutcome(ctx context.Context, f finished, rec *Record) error {
+//
+// A task item's failure is not returned as the job's failure: the item
+// parks and the applier settles it, counting the failure toward the
+// application's auto-pause before the window slot is freed (the write
+// waiting for that slot then sees the pause).
+func (m *Module[TTx]) jobOutcome(ctx context.Context, a *attempt, f finished, rec *Record) error {
 	if !f.applied {
+		a.freeSlot()
 		return errRedecide
 	}
 	if f.status == StatusDelivered {
 		rec.Status = StatusDelivered
 		return keel.RecordResult(ctx, resultOf(rec))
 	}
-	return keel.JobFail(failure(f.class, f.err))
+	if a.batch && a.jobID > 0 {
+		m.acks.settleLater(ctx, a)
+		return keel.JobWait(keel.WaitACK, deadlineOf(rec, time.Now()).Add(graceAfterDeadline))
+	}
+	return failOutcome(f.class, f.err)
+}
+
+// failOutcome is the job's error for a failed attempt: a lost connection or
+// process ends the item without counting it as the customer's failure.
+func failOutcome(class, msg string) error {
+	if unknownClass(class) {
+		return keel.JobCancel(failure(class, msg))
+	}
+	return keel.JobFail(failure(class, msg))
 }
 
 // concludeTimeout ends this job's attempt whose deadline passed.
@@ -201,6 +232,31 @@ func (m *Module[TTx]) concludeTimeout(ctx context.Context, rec *Record) error {
 		return errRedecide
 	}
 	return keel.JobFail(failure(ClassAckTimeout, "no ACK before the deadline"))
+}
+
+// writerGone: the connection that carried the attempt's write is not live
+// in this process, so no ACK for it can arrive here (its process died, or
+// it closed; connection ids are unique per process).
+func (m *Module[TTx]) writerGone(rec *Record) bool {
+	return rec.ConnID == httpConnID || !m.links.hasConn(rec.AppID, rec.ConnID)
+}
+
+// concludeLost ends this job's attempt whose write may or may not have
+// reached the customer, and whose ACK can no longer be read: the record
+// becomes unconfirmed (conn_lost, kept with the attempt's evidence), and the
+// item ends failed without counting toward the auto-pause threshold. It is
+// not re-sent: the customer may have processed it; an operator requeues.
+func (m *Module[TTx]) concludeLost(ctx context.Context, rec *Record) error {
+	const msg = "the connection or process that wrote the DELIVER was lost before its ACK was read; the outcome is unknown"
+	done, err := m.st.finishMany(ctx, []outcome{{ID: rec.ID, Token: rec.SendToken, Status: StatusUnconfirmed,
+		Class: ClassConnLost, Error: msg, Event: event{Conn: rec.ConnID}}})
+	if err != nil {
+		return err
+	}
+	if !done[rec.ID] {
+		return errRedecide
+	}
+	return failOutcome(ClassConnLost, msg)
 }
 
 // noLink: the application has no connection here. If another instance

@@ -70,6 +70,11 @@ func parseSettings(m map[string]string) (settings, error) {
 		UpstreamSecret: r.String("upstream_secret", "", nil),
 		OneSender:      r.Bool("one_sender", true),
 	}
+	// The carrier simulator's settings are parsed, with their own checks,
+	// by parseSimSettings; here they are only known keys.
+	for _, k := range []string{"carrier_sim", "carrier_sim_account", "carrier_sim_secret", "carrier_sim_delay", "carrier_sim_mix"} {
+		r.String(k, "", nil)
+	}
 	if err := r.Err(); err != nil {
 		return s, err
 	}

@@ -94,6 +94,10 @@ func TestSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The token makes one task on SQLite too.
+	if again, created, err := m.CreateTaskOnce(alice(), CreateTaskRequest{Token: pv.Token, Reason: "lite replay", Rate: 50}); err != nil || created || again.ID != task.ID {
+		t.Fatalf("the token again: %v created=%v", err, created)
+	}
 	waitFor(t, 20*time.Second, "the task to complete", func() bool {
 		b, err := c.BatchGet(ctx, task.ID)
 		return err == nil && b.State == keeltype.BatchCompleted && b.Counts[keeltype.OutcomeSuccess] == 4

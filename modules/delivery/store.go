@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keelsql/sqlfile"
+	"github.com/keelwork/keel/module"
 )
 
 //go:embed queries/postgres/*.sql queries/sqlite/*.sql
@@ -22,13 +23,9 @@ type store[TTx any] struct {
 }
 
 func newStore[TTx any](db keelsql.DB[TTx]) (*store[TTx], error) {
-	dir := "queries/" + db.Dialect()
-	set, err := sqlfile.Load(queryFiles, dir)
+	set, err := module.LoadQueries(queryFiles, "queries", db.Dialect())
 	if err != nil {
-		return nil, fmt.Errorf("loading delivery queries: %w", err)
-	}
-	if len(set) == 0 {
-		return nil, fmt.Errorf("delivery: no queries for dialect %q", db.Dialect())
+		return nil, fmt.Errorf("delivery: %w", err)
 	}
 	return &store[TTx]{db: db, q: set}, nil
 }

@@ -49,3 +49,43 @@ func (s *store[TTx]) livePresence(ctx context.Context, since time.Time) ([]prese
 		return p, r.Scan(&p.AppID, &p.Instance)
 	})
 }
+
+// claimTaskToken claims a preview token's digest; false when it was
+// claimed before (by this or a concurrent creation).
+func (s *store[TTx]) claimTaskToken(ctx context.Context, digest, operator string) (bool, error) {
+	var got string
+	err := s.db.QueryRow(ctx, s.q.Get("TaskTokenClaim"), digest, operator, now()).Scan(&got)
+	if isNoRows(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claiming the preview token: %w", err)
+	}
+	return true, nil
+}
+
+func (s *store[TTx]) setTaskToken(ctx context.Context, digest string, batchID int64) error {
+	if _, err := s.db.Exec(ctx, s.q.Get("TaskTokenSet"), digest, batchID); err != nil {
+		return fmt.Errorf("recording the preview token's task: %w", err)
+	}
+	return nil
+}
+
+func (s *store[TTx]) releaseTaskToken(ctx context.Context, digest string) error {
+	_, err := s.db.Exec(ctx, s.q.Get("TaskTokenRelease"), digest)
+	return err
+}
+
+// taskOfToken returns the task a claimed token created (0 while it is
+// being created); found=false when the token is not claimed.
+func (s *store[TTx]) taskOfToken(ctx context.Context, digest string) (int64, bool, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, s.q.Get("TaskTokenGet"), digest).Scan(&id)
+	if isNoRows(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the preview token's task: %w", err)
+	}
+	return id, true, nil
+}

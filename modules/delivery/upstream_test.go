@@ -76,3 +76,35 @@ func recv(t *testing.T, ch chan *delivered) *delivered {
 	}
 	return nil
 }
+
+// TestCarrierSimOutsideDemo: with delivery.carrier_sim an instance runs the
+// carrier simulator on its own settings, without the demo, and links its
+// upstream to it: a customer's SUBMIT comes back as a status report with
+// the configured stat, ingested, recorded and pushed to the customer.
+func TestCarrierSimOutsideDemo(t *testing.T) {
+	t.Parallel()
+	if _, _, err := parseSimSettings(map[string]string{"delivery.carrier_sim": "127.0.0.1:0", "delivery.carrier_sim_mix": "DELIVRD:x"}); err == nil {
+		t.Fatal("a bad mix was accepted")
+	}
+	e := newEnv(t)
+	i := e.start(testSettings("carrier_sim", "127.0.0.1:0", "carrier_sim_delay", "100ms-300ms",
+		"carrier_sim_mix", "EXPIRED:1"))
+	ent := e.enterprise(i, "Acme")
+	app := e.app(i, ent, "sim", "u002", ProtoCMPP30, "")
+	feed := make(chan *delivered, 16)
+	cust := customer(t, i, app, nil, feed)
+	waitFor(t, 10*time.Second, "the link to the simulator", func() bool { return i.m.up != nil && i.m.up.session() != nil })
+	msgID, err := cust.submit(context.Background(), app.MOCode, "13800003333", "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := recv(t, feed)
+	if !got.IsReport || got.Inner != msgID || got.Stat != cmpp.StatExpired {
+		t.Fatalf("report: %+v (submitted %d)", got, msgID)
+	}
+	ids, _ := i.m.st.recordIDsByMsgID(context.Background(), strconv.FormatUint(msgID, 10))
+	if len(ids) != 1 {
+		t.Fatalf("records of the submit: %v", ids)
+	}
+	waitFor(t, 5*time.Second, "the record to be delivered", func() bool { return e.record(i, ids[0]).Status == StatusDelivered })
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/keelwork/keel/module"
 )
 
-// PageSizes are the record list's page sizes (seed §2).
+// PageSizes are the page sizes the record list offers.
 var PageSizes = []int{10, 25, 50}
 
 // RecordView is a delivery record as the list shows it.
@@ -136,6 +136,11 @@ type TaskView struct {
 	PauseLabel   string              `json:"pause_label,omitempty"`
 	PauseContext json.RawMessage     `json:"pause_context,omitempty"`
 	PausedApps   []PausedApp         `json:"paused_apps,omitempty"`
+	// Held says the task runs but items of its auto-paused applications
+	// wait for an operator's resume (the task is not paused as a whole, so
+	// it does not end by itself); HeldLabel says so in words.
+	Held      bool   `json:"held_by_paused_apps,omitempty"`
+	HeldLabel string `json:"held_label,omitempty"`
 }
 
 // OutcomeCount is one bucket of the summary.
@@ -147,14 +152,19 @@ type OutcomeCount struct {
 
 // PausedApp is an application of a task stopped by its auto-pause.
 type PausedApp struct {
-	AppID      int64      `json:"app_id"`
-	AppName    string     `json:"app_name"`
-	Failures   int        `json:"consecutive_failures"`
-	Class      string     `json:"failure_class"`
-	ClassLabel string     `json:"failure_class_label"`
-	LastError  string     `json:"last_error"`
-	PausedAt   *time.Time `json:"paused_at"`
-	PausedBy   string     `json:"paused_by"`
+	AppID    int64  `json:"app_id"`
+	AppName  string `json:"app_name"`
+	Failures int    `json:"consecutive_failures"`
+	// Class is the delivery failure class of the failure that paused it
+	// (ack_timeout, ack_rejected, …); EngineClass is the engine's class of
+	// that job error (permanent: a decided failure), which the
+	// batch.autopause audit entry names failure_class.
+	Class       string     `json:"delivery_class"`
+	ClassLabel  string     `json:"delivery_class_label"`
+	EngineClass string     `json:"engine_class"`
+	LastError   string     `json:"last_error"`
+	PausedAt    *time.Time `json:"paused_at"`
+	PausedBy    string     `json:"paused_by"`
 }
 
 func (m *Module[TTx]) viewTask(lang string, b *keeltype.BatchRow) TaskView {
@@ -248,15 +258,20 @@ func (m *Module[TTx]) Task(ctx context.Context, lang string, id int64) (*TaskVie
 			pa.AppName = a.Name
 		}
 		pa.Class, pa.LastError = splitFailure(k.LastError, k.LastFailureClass)
-		pa.ClassLabel = Label(lang, classKey(pa.Class))
+		pa.ClassLabel, pa.EngineClass = Label(lang, classKey(pa.Class)), k.LastFailureClass
 		v.PausedApps = append(v.PausedApps, pa)
+	}
+	if len(v.PausedApps) > 0 && (b.State == keeltype.BatchRunning || b.State == keeltype.BatchQueued) {
+		v.Held, v.HeldLabel = true, Label(lang, "task.held")
 	}
 	return &v, nil
 }
 
 // splitFailure reads "failed: <class>: <detail>" back into its class.
 func splitFailure(msg, engineClass string) (string, string) {
-	rest := strings.TrimPrefix(msg, "failed: ")
+	// A lost connection's item is ended as cancelled ("cancelled: …"):
+	// failed, but not counted toward the auto-pause.
+	rest := strings.TrimPrefix(strings.TrimPrefix(msg, "failed: "), "cancelled: ")
 	class, detail, ok := strings.Cut(rest, ": ")
 	if ok {
 		if _, known := labels["class."+class]; known {
@@ -304,7 +319,8 @@ type ItemList struct {
 	Next  string     `json:"next,omitempty"`
 }
 
-// TaskItems pages every item of a task, with filters (seed §3.4).
+// TaskItems pages every item of a task (not only its failures), filtered
+// by outcome, reason or message id.
 func (m *Module[TTx]) TaskItems(ctx context.Context, lang string, id int64, q ItemQuery) (*ItemList, error) {
 	if _, err := m.task(ctx, id); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 )
@@ -17,10 +18,21 @@ const benchCapacity = 10
 // (due of them paid and past their release point) into a new resource of
 // the "bench" category, then runs scans back to back at the default page
 // and transaction sizes until none is due, and returns how long the scans
-// took (loading excluded). The module's migration line must be applied;
+// took (loading excluded). The module's and the events migration lines must be applied;
 // client may be insert-only (notification jobs are queued, not run).
 func BenchRelease[TTx any](ctx context.Context, db keelsql.DB[TTx], client *keel.Client[TTx], total, due int) (time.Duration, error) {
-	m, err := New(&module.Host[TTx]{DB: db})
+	// The events outbox takes the availability events; no relay runs (the
+	// release path is what is measured). The events line must be applied.
+	bus, err := keelevents.NewDatabaseBus(db, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer bus.Close()
+	events, err := keelevents.New(db, bus, &keelevents.Config{DisableRelay: true})
+	if err != nil {
+		return 0, err
+	}
+	m, err := New(&module.Host[TTx]{DB: db, Events: events})
 	if err != nil {
 		return 0, err
 	}

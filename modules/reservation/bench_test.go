@@ -47,7 +47,7 @@ func benchOnce[TTx any](b *testing.B, db keelsql.DB[TTx], d keeldriver.Driver[TT
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings})
+	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings, Events: testEvents(b, db)})
 	if err != nil {
 		b.Fatal(err)
 	}

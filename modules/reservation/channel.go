@@ -104,14 +104,16 @@ func (m *Module[TTx]) defaultChannel() Channel {
 
 // Event says the capacity of some slots changed, for caches and pages.
 type Event struct {
-	ID    int64              `json:"id"`
+	// ID is the event's id in the events outbox ("rsv-availability:<n>").
+	ID    string             `json:"id"`
 	Slots []SlotAvailability `json:"slots"`
 	At    time.Time          `json:"at"`
 }
 
-// Publisher receives availability events from the outbox relay, inside the
-// relay's transaction (keep it quick; an error leaves the events pending
-// for the next relay).
+// Publisher receives availability events from the module's consumer of
+// AvailabilityTopic ("reservation-availability"), inside its inbox
+// transaction: at least once, in order per slot, a redelivery absorbed by
+// the inbox. Keep it quick; an error redelivers the event.
 type Publisher interface {
 	Publish(ctx context.Context, events []Event) error
 }

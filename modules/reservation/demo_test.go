@@ -48,7 +48,7 @@ func TestDemoRounds(t *testing.T) {
 // Start with Demo runs the loop until Stop; Stop is idempotent.
 func TestDemoStartStop(t *testing.T) {
 	e := newSQLiteEnv(t)
-	m, err := New(&module.Host[sqlTx]{DB: e.db, Logger: quiet(), Demo: true}, WithClock(e.clock.Now))
+	m, err := New(&module.Host[sqlTx]{DB: e.db, Logger: quiet(), Demo: true, Events: testEvents(t, e.db)}, WithClock(e.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

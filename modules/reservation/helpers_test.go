@@ -3,20 +3,19 @@ package reservation
 import (
 	"context"
 	"database/sql"
-	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // The module must satisfy the seam on both drivers.
@@ -26,30 +25,7 @@ var (
 )
 
 // testClock is the controllable clock every decision of the module reads.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock(t time.Time) *testClock { return &testClock{t: t} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+type testClock = moduletest.Clock
 
 // env is one fresh database with the module's line migrated.
 type env[TTx any] struct {
@@ -59,14 +35,19 @@ type env[TTx any] struct {
 	clock  *testClock
 }
 
-func lines(dialect string) []keelmigrate.Line { return Lines(dialect) }
+// lines are the events line (which the module emits to) and the module's.
+func lines(dialect string) []keelmigrate.Line {
+	return append([]keelmigrate.Line{keelevents.Line(dialect)}, Lines(dialect)...)
+}
 
 // t0 is a Monday 10:00 in Shanghai, the tests' reference instant.
-var t0 = time.Date(2030, 1, 7, 2, 0, 0, 0, time.UTC)
+var t0 = moduletest.Start
 
-// runBoth runs a test body on PostgreSQL and on SQLite, in parallel.
+// runBoth runs a test body on PostgreSQL and on SQLite, in parallel with
+// each other and with the package's other tests (each owns its databases).
 func runBoth(t *testing.T, pg func(*testing.T, *env[pgx.Tx]), lite func(*testing.T, *env[*sql.Tx])) {
 	t.Helper()
+	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		pg(t, newPGEnv(t))
@@ -78,16 +59,16 @@ func runBoth(t *testing.T, pg func(*testing.T, *env[pgx.Tx]), lite func(*testing
 }
 
 func newPGEnv(t testing.TB) *env[pgx.Tx] {
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: lines})
-	return &env[pgx.Tx]{driver: d, db: keelsql.Pgx(d.Pool()), schema: schema, clock: newClock(t0)}
+	e := moduletest.Postgres(t, lines)
+	return &env[pgx.Tx]{driver: e.Driver, db: e.DB, schema: e.Schema, clock: e.Clock}
 }
 
 func newSQLiteEnv(t testing.TB) *env[*sql.Tx] {
-	d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: lines})
-	return &env[*sql.Tx]{driver: d, db: keelsql.SQLite(d.DB()), clock: newClock(t0)}
+	e := moduletest.SQLite(t, lines)
+	return &env[*sql.Tx]{driver: e.Driver, db: e.DB, clock: e.Clock}
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() *slog.Logger { return moduletest.Quiet() }
 
 // module builds a module on e with an insert-only client (jobs are queued,
 // not run): tests drive scans and workers by hand.
@@ -105,7 +86,8 @@ func (e *env[TTx]) moduleOn(t testing.TB, db keelsql.DB[TTx], d keeldriver.Drive
 func (e *env[TTx]) moduleWith(t testing.TB, db keelsql.DB[TTx], d keeldriver.Driver[TTx], settings map[string]string, opts ...Option) *Module[TTx] {
 	t.Helper()
 	opts = append([]Option{WithClock(e.clock.Now), WithRetryBackoff(time.Millisecond, time.Millisecond)}, opts...)
-	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings}, opts...)
+	ev := testEvents(t, db)
+	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings, Events: ev}, opts...)
 	if err != nil {
 		t.Fatalf("new module: %v", err)
 	}
@@ -116,6 +98,7 @@ func (e *env[TTx]) moduleWith(t testing.TB, db keelsql.DB[TTx], d keeldriver.Dri
 	if err := m.Start(context.Background(), client); err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	startEvents(t, ev, client)
 	return m
 }
 

@@ -47,6 +47,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.Events == nil {
+		return nil, errors.New("reservation: host has no events backbone (Host.Events): availability events go through it")
+	}
 	q, err := base.Queries(queryFiles, "queries")
 	if err != nil {
 		return nil, fmt.Errorf("reservation: %w", err)
@@ -73,6 +76,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	}
 	if m.templates, err = parseTemplates(); err != nil {
 		return nil, fmt.Errorf("reservation: templates: %w", err)
+	}
+	if err := h.Events.Consume(m.availabilityConsumer()); err != nil {
+		return nil, fmt.Errorf("reservation: %w", err)
 	}
 	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
 )
 
@@ -42,8 +43,9 @@ const notifyMaxAttempts = 10
 // once its transactions are done (the scan's many small transactions stay
 // short). Either way nothing is written without its delivery following.
 func (m *Module[TTx]) writeOutbox(ctx context.Context, tx keelsql.Tx[TTx], now time.Time, rows []outboxRow, direct bool) error {
-	if len(rows) == 0 {
-		return nil
+	rows, err := m.emitAvailability(ctx, tx, rows)
+	if err != nil || len(rows) == 0 {
+		return err
 	}
 	n := len(rows)
 	kinds, users, payloads := make([]string, n), make([]string, n), make([]string, n)
@@ -70,23 +72,56 @@ func (m *Module[TTx]) writeOutbox(ctx context.Context, tx keelsql.Tx[TTx], now t
 	if !direct {
 		return nil
 	}
-	return m.queueDeliveries(ctx, tx, now, written, hasEvents(written))
+	return m.queueDeliveries(ctx, tx, now, written)
+}
+
+// AvailabilityTopic is the topic of availability events in the engine's
+// events outbox (Host.Events).
+const AvailabilityTopic = "reservation.availability"
+
+// emitAvailability writes the availability events among rows to the
+// events outbox, in tx, and returns the other rows (notifications, for the
+// module's own outbox). An event's id is the next number of rsv_event_seq,
+// drawn in the transaction that changed the counts; its key is its first
+// slot, so one slot's events are published and consumed in order.
+func (m *Module[TTx]) emitAvailability(ctx context.Context, tx keelsql.Tx[TTx], rows []outboxRow) ([]outboxRow, error) {
+	rest := rows[:0:0]
+	for _, r := range rows {
+		if r.kind != kindAvailability {
+			rest = append(rest, r)
+			continue
+		}
+		slots, _ := r.payload["slots"].([]SlotAvailability)
+		if len(slots) == 0 {
+			continue
+		}
+		var n int64
+		if err := tx.QueryRow(ctx, m.sql("EventSeqNext")).Scan(&n); err != nil {
+			return nil, fmt.Errorf("numbering an availability event: %w", err)
+		}
+		payload, err := json.Marshal(r.payload)
+		if err != nil {
+			return nil, fmt.Errorf("encoding an availability event: %w", err)
+		}
+		err = m.h.Events.EmitTx(ctx, tx, keelevents.Event{Topic: AvailabilityTopic, ID: fmt.Sprintf("rsv-availability:%d", n),
+			Key: fmt.Sprintf("slot:%d", slots[0].SlotID), Payload: payload})
+		if err != nil {
+			return nil, fmt.Errorf("emitting an availability event: %w", err)
+		}
+	}
+	return rest, nil
 }
 
 // queueDeliveries queues, in tx, the delivery job of each notification
-// among refs and, with relay, a relay job for availability events: one per
-// instance and second, so events committed after it ran go with the next
-// relay (every scan queues one).
-func (m *Module[TTx]) queueDeliveries(ctx context.Context, tx keelsql.Tx[TTx], now time.Time, refs []outboxRef, relay bool) error {
+// among refs.
+func (m *Module[TTx]) queueDeliveries(ctx context.Context, tx keelsql.Tx[TTx], now time.Time, refs []outboxRef) error {
 	client, err := m.engine()
 	if err != nil {
 		return err
 	}
 	jobs := m.deliveryJobs(now, refs)
-	if relay {
-		sec := now.Truncate(time.Second)
-		jobs = append(jobs, keel.InsertParams{Args: RelayArgs{}, Opts: &keel.InsertOpts{Queue: m.set.queue,
-			IdempotencyKey: fmt.Sprintf("relay:%s:%d", client.ID(), sec.Unix()), RunAt: sec.Add(time.Second)}})
+	if len(jobs) == 0 {
+		return nil
 	}
 	if _, err := client.InsertManyTx(ctx, tx.Native(), jobs); err != nil {
 		return fmt.Errorf("queueing %d deliveries: %w", len(jobs), err)
@@ -105,15 +140,6 @@ func scanOutboxRefs(rows keelsql.Rows, err error) ([]outboxRef, error) {
 		var o outboxRef
 		return o, r.Scan(&o.id, &o.kind, &o.deliverAt)
 	})
-}
-
-func hasEvents(refs []outboxRef) bool {
-	for _, o := range refs {
-		if o.kind == kindAvailability {
-			return true
-		}
-	}
-	return false
 }
 
 // deliveryJobs are the delivery jobs of the notifications among refs, each

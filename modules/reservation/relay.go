@@ -2,7 +2,6 @@ package reservation
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/keelwork/keel"
@@ -18,20 +17,16 @@ func (m *Module[TTx]) workRelay(ctx context.Context, job *keel.Job[RelayArgs]) e
 	return m.relay(ctx)
 }
 
-// relay queues the delivery jobs of notifications written by scans and
-// hands pending availability events to the publisher, in batches, each
-// batch in one transaction with its bookkeeping.
+// relay queues the delivery jobs of notifications written by scans, in
+// batches, each batch in one transaction with its bookkeeping. (Events for
+// other systems go through the engine's events outbox, not this job.)
 func (m *Module[TTx]) relay(ctx context.Context) error {
 	for range 20 {
 		queued, err := m.dispatchOnce(ctx)
 		if err != nil {
 			return fmt.Errorf("queueing notifications: %w", err)
 		}
-		published, err := m.publishOnce(ctx)
-		if err != nil {
-			return fmt.Errorf("relaying availability events: %w", err)
-		}
-		if queued < relayBatch && published < relayBatch {
+		if queued < relayBatch {
 			return nil
 		}
 	}
@@ -60,42 +55,6 @@ func (m *Module[TTx]) dispatchOnce(ctx context.Context) (int, error) {
 		}
 		n = len(refs)
 		_, err = tx.Exec(ctx, m.sql("OutboxNotesQueued"), m.int64s(ids), now)
-		return err
-	})
-	return n, err
-}
-
-func (m *Module[TTx]) publishOnce(ctx context.Context) (int, error) {
-	var n int
-	err := m.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		rows, err := tx.Query(ctx, m.sql("OutboxEventsClaim"), relayBatch)
-		events, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (Event, error) {
-			var e Event
-			var payload string
-			if err := r.Scan(&e.ID, &payload, &e.At); err != nil {
-				return e, err
-			}
-			var body struct {
-				Slots []SlotAvailability `json:"slots"`
-			}
-			if err := json.Unmarshal([]byte(payload), &body); err != nil {
-				return e, fmt.Errorf("event %d: %w", e.ID, err)
-			}
-			e.Slots = body.Slots
-			return e, nil
-		})
-		if err != nil || len(events) == 0 {
-			return err
-		}
-		if err := m.opt.publisher.Publish(ctx, events); err != nil {
-			return fmt.Errorf("publishing %d events: %w", len(events), err)
-		}
-		ids := make([]int64, len(events))
-		for i, e := range events {
-			ids[i] = e.ID
-		}
-		n = len(events)
-		_, err = tx.Exec(ctx, m.sql("OutboxEventsSent"), m.int64s(ids), m.now())
 		return err
 	})
 	return n, err

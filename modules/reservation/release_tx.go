@@ -109,7 +109,7 @@ func (m *Module[TTx]) finishRelease(ctx context.Context, tx keelsql.Tx[TTx], p *
 		return err
 	}
 	if p.direct() && len(b.written) > 0 {
-		if err := m.queueDeliveries(ctx, tx, p.now, b.written, true); err != nil {
+		if err := m.queueDeliveries(ctx, tx, p.now, b.written); err != nil {
 			return err
 		}
 	}
@@ -148,6 +148,11 @@ func (m *Module[TTx]) releasePG(ctx context.Context, tx keelsql.Tx[TTx], p *pass
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("releasing %d reservations: %w", len(cands), err)
+	}
+	if len(b.slots) > 0 {
+		// The statement wrote the notices; the availability event goes to
+		// the events outbox through writeOutbox.
+		b.notices = append(b.notices, availabilityRow(sortedSlots(b.slots), p.now))
 	}
 	return b, nil
 }

@@ -17,6 +17,9 @@ const (
 	// CodeAlreadyExecuted: the action was executed already; it was not
 	// executed again.
 	CodeAlreadyExecuted Code = "already_executed"
+	// CodeReplayFailed: a manual event's handler failed again on replay;
+	// it stays manual with the new error recorded.
+	CodeReplayFailed Code = "replay_failed"
 )
 
 // These entries live beside their codes so the reconciliation surface adds
@@ -25,4 +28,5 @@ func init() {
 	web.Register(string(CodeSelfApproval), http.StatusForbidden, "A requester cannot decide their own request")
 	web.Register(string(CodeApprovalRequired), http.StatusConflict, "A second operator's approval is required")
 	web.Register(string(CodeAlreadyExecuted), http.StatusConflict, "The action was executed already")
+	web.Register(string(CodeReplayFailed), http.StatusConflict, "The replayed handler failed again")
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -26,6 +27,47 @@ func TestActingOnUnknownIs404(t *testing.T) {
 		}
 		if r := call(t, h, "POST", api.Prefix+"/queues/default/pause", tok, "application/json", `{"reason":"maintenance"}`); r.status != 200 {
 			t.Errorf("pause default: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// TestProblemsCarryNoDriverPrefix: a problem's detail is for a person:
+// no driver or engine package prefix ("keelsqlite: getting job: …").
+func TestProblemsCarryNoDriverPrefix(t *testing.T) {
+	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
+		h, tok := e.Server.API(), e.Tokens[auth.RoleOperator]
+		for _, c := range []struct{ method, path string }{
+			{"GET", api.Prefix + "/jobs/99999999"},
+			{"POST", api.Prefix + "/jobs/99999999/cancel"},
+			{"GET", api.Prefix + "/batches/99999999"},
+			{"GET", api.Prefix + "/flow/keys/nosuchkey"},
+		} {
+			r := call(t, h, c.method, c.path, tok, "application/json", "")
+			if r.status != 404 || problemCode(t, r) != api.CodeNotFound {
+				t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.body)
+			}
+			var p api.Problem
+			_ = json.Unmarshal(r.body, &p)
+			for _, prefix := range []string{"keelsqlite", "keelpgx", "keel:"} {
+				if p.Detail == "" || strings.Contains(p.Detail, prefix) {
+					t.Errorf("%s %s: detail %q is empty or carries %q", c.method, c.path, p.Detail, prefix)
+				}
+			}
+		}
+	})
+}
+
+// TestUnauthenticatedSaysWhy: no token asks for one; a wrong token is said
+// to be refused, not told to send a token it sent.
+func TestUnauthenticatedSaysWhy(t *testing.T) {
+	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
+		for token, want := range map[string]string{"": "send Authorization: Bearer", "keel_wrong": "not accepted"} {
+			r := call(t, e.Server.API(), "GET", api.Prefix+"/jobs", token, "", "")
+			var p api.Problem
+			_ = json.Unmarshal(r.body, &p)
+			if r.status != 401 || !strings.Contains(p.Detail, want) {
+				t.Errorf("token %q: %d %q, want %q", token, r.status, p.Detail, want)
+			}
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server/api"
 )
 
@@ -27,11 +28,10 @@ type sampler struct {
 	engine api.Engine
 	every  time.Duration
 
-	mu       sync.Mutex
-	samples  []sample
-	last     time.Time // end of the previous sample's window
-	cancel   context.CancelFunc
-	finished chan struct{}
+	mu      sync.Mutex
+	samples []sample
+	last    time.Time // end of the previous sample's window
+	life    module.Lifecycle
 }
 
 func newSampler(e api.Engine, every time.Duration) *sampler {
@@ -41,29 +41,18 @@ func newSampler(e api.Engine, every time.Duration) *sampler {
 	return &sampler{engine: e, every: every}
 }
 
+// start begins sampling until stop; a second start while sampling does
+// nothing.
 func (s *sampler) start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return
+	if _, err := s.life.Start(ctx); err == nil {
+		s.life.Go(s.run)
 	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.finished = make(chan struct{})
-	go s.run(ctx)
 }
 
-func (s *sampler) stop() {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.finished
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+// stop ends sampling and waits for the sampler to return.
+func (s *sampler) stop() { _ = s.life.Stop(context.Background()) }
 
 func (s *sampler) run(ctx context.Context) {
-	defer close(s.finished)
 	t := time.NewTicker(s.every)
 	defer t.Stop()
 	for {

@@ -54,6 +54,14 @@ func Start(cfg Config) (*Server, error) {
 	port := cfg.Port
 	if port == 0 {
 		port = server.RANDOM_PORT
+	} else {
+		// Say so at once: the server itself would only log it and never
+		// become ready.
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("the embedded NATS server cannot listen on 127.0.0.1:%d: %w", port, err)
+		}
+		_ = l.Close()
 	}
 	maxPayload := cfg.MaxPayload
 	if maxPayload == 0 {

@@ -159,6 +159,23 @@ func (p *Process) Kill() {
 	p.cmd = nil
 }
 
+// Pause stops the process (SIGSTOP) without closing its connections: a
+// broker that stalls, so publishes time out with their outcome unknown.
+func (p *Process) Pause() {
+	p.t.Helper()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Resume continues a paused process (SIGCONT).
+func (p *Process) Resume() {
+	p.t.Helper()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -15,6 +15,30 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (topic, event_id) DO NOTHING
 RETURNING seq;
 
+-- name: BusPublish
+-- A whole batch in one statement: the messages (a republish of a stored
+-- topic and id is absorbed by the unique key and fans out nothing), then
+-- one delivery per consumer whose patterns match ("prefix.>" matches
+-- topics under "prefix."). Returns the consumers to wake.
+WITH m AS (
+    INSERT INTO keel_events_bus_message (topic, event_id, event_key, event_type, part, payload, headers, digest,
+                                         emitted_at, published_at)
+    SELECT t.topic, t.event_id, t.event_key, t.event_type, t.part, t.payload, t.headers, t.digest, t.emitted_at,
+           $10::timestamptz
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::text[], $7::text[],
+                $8::text[], $9::timestamptz[]) WITH ORDINALITY AS t(topic, event_id, event_key, event_type, part,
+                payload, headers, digest, emitted_at, ord)
+    ORDER BY t.ord
+    ON CONFLICT (topic, event_id) DO NOTHING
+    RETURNING seq, part, topic)
+INSERT INTO keel_events_bus_delivery (consumer, seq, part, available_at)
+SELECT c.name, m.seq, m.part, $10::timestamptz
+FROM m JOIN keel_events_bus_consumer c
+  ON EXISTS (SELECT 1 FROM jsonb_array_elements_text(c.topics::jsonb) AS p(pattern)
+             WHERE p.pattern = m.topic
+                OR (right(p.pattern, 2) = '.>' AND starts_with(m.topic, left(p.pattern, -1))))
+RETURNING consumer;
+
 -- name: BusDeliveryInsert
 INSERT INTO keel_events_bus_delivery (consumer, seq, part, available_at) VALUES ($1, $2, $3, $4)
 ON CONFLICT DO NOTHING;
@@ -63,3 +87,38 @@ DELETE FROM keel_events_bus_message WHERE seq IN (
 
 -- name: BusLag
 SELECT count(*) FROM keel_events_bus_delivery WHERE consumer = $1;
+
+-- name: BusClaimFetch
+-- BusClaim returning the messages with their attempt, in one round trip.
+WITH c AS (
+    UPDATE keel_events_bus_delivery d SET attempt = d.attempt + 1, available_at = $3, lease_owner = $4
+    WHERE d.consumer = $1 AND d.seq IN (
+    SELECT seq FROM keel_events_bus_delivery
+    WHERE consumer = $1 AND available_at <= $2
+    ORDER BY seq LIMIT $5 FOR UPDATE SKIP LOCKED)
+    RETURNING d.seq, d.attempt)
+SELECT m.seq, m.topic, m.event_id, m.event_key, m.event_type, m.part, m.payload, m.headers, m.digest,
+       m.emitted_at, c.attempt
+FROM c JOIN keel_events_bus_message m ON m.seq = c.seq
+ORDER BY m.seq;
+
+-- name: BusClaimOrderedFetch
+-- BusClaimOrdered returning the messages with their attempt, in one round trip.
+WITH c AS (
+    UPDATE keel_events_bus_delivery d SET attempt = d.attempt + 1, available_at = $3, lease_owner = $4
+    WHERE d.consumer = $1 AND d.seq IN (
+    SELECT h.seq FROM keel_events_bus_delivery h
+    WHERE h.consumer = $1 AND h.available_at <= $2
+      AND NOT EXISTS (SELECT 1 FROM keel_events_bus_delivery e
+                      WHERE e.consumer = h.consumer AND e.part = h.part AND e.seq < h.seq)
+    ORDER BY h.seq LIMIT $5 FOR UPDATE SKIP LOCKED)
+    RETURNING d.seq, d.attempt)
+SELECT m.seq, m.topic, m.event_id, m.event_key, m.event_type, m.part, m.payload, m.headers, m.digest,
+       m.emitted_at, c.attempt
+FROM c JOIN keel_events_bus_message m ON m.seq = c.seq
+ORDER BY m.seq;
+
+-- name: BusExtend
+-- Extends the lease of a delivery whose handler is still running.
+UPDATE keel_events_bus_delivery SET available_at = $4
+WHERE consumer = $1 AND seq = $2 AND attempt = $3;

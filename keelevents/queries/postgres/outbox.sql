@@ -14,6 +14,20 @@ SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
 WHERE NOT EXISTS (SELECT 1 FROM keel_events_archive a WHERE a.topic = $1 AND a.event_id = $2)
 ON CONFLICT (topic, event_id) DO NOTHING;
 
+-- name: OutboxInsertNotify
+-- OutboxInsert that also notifies channel $10 when a row is written: the
+-- relays' listeners wake when the transaction commits, not before.
+WITH ins AS (
+    INSERT INTO keel_events_outbox (topic, event_id, event_key, event_type, part, payload, headers, digest, emitted_at)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+    WHERE NOT EXISTS (SELECT 1 FROM keel_events_archive a WHERE a.topic = $1 AND a.event_id = $2)
+    ON CONFLICT (topic, event_id) DO NOTHING
+    RETURNING 1)
+SELECT count(*) FROM ins CROSS JOIN LATERAL (SELECT pg_notify($10::text, '')) AS n;
+
+-- name: CurrentSchema
+SELECT coalesce(current_schema(), '');
+
 -- name: OutboxDigest
 SELECT digest FROM keel_events_outbox WHERE topic = $1 AND event_id = $2
 UNION ALL
@@ -29,10 +43,14 @@ ORDER BY seq
 LIMIT $2;
 
 -- name: OutboxMark
--- Fenced: only the current holder of the partition's lease marks.
-UPDATE keel_events_outbox SET published_at = $1, attempts = attempts + 1
-WHERE seq = ANY($2::bigint[]) AND part = $3 AND published_at IS NULL
-  AND EXISTS (SELECT 1 FROM keel_events_relay_lease l WHERE l.part = $3 AND l.owner = $4 AND l.fence = $5);
+-- Fenced: a row is marked only while its partition is held by this relay
+-- ($3) at the fence it holds it with ($4[part+1]); returns the partition
+-- of each row marked.
+UPDATE keel_events_outbox o SET published_at = $1, attempts = o.attempts + 1
+FROM keel_events_relay_lease l
+WHERE o.seq = ANY($2::bigint[]) AND o.published_at IS NULL
+  AND l.part = o.part AND l.owner = $3 AND l.fence = ($4::bigint[])[o.part + 1]
+RETURNING o.part;
 
 -- name: OutboxAttempt
 -- A publish that failed ($2 = 1 when its outcome is unknown).

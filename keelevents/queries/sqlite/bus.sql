@@ -63,3 +63,8 @@ DELETE FROM keel_events_bus_message WHERE seq IN (
 
 -- name: BusLag
 SELECT count(*) FROM keel_events_bus_delivery WHERE consumer = ?1;
+
+-- name: BusExtend
+-- Extends the lease of a delivery whose handler is still running.
+UPDATE keel_events_bus_delivery SET available_at = ?4
+WHERE consumer = ?1 AND seq = ?2 AND attempt = ?3;

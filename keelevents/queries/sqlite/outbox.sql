@@ -29,10 +29,15 @@ ORDER BY seq
 LIMIT ?2;
 
 -- name: OutboxMark
--- Fenced: only the current holder of the partition's lease marks.
+-- Fenced: a row is marked only while its partition is held by this relay
+-- (?3) at the fence it holds it with (?4[part]); returns the partition of
+-- each row marked.
 UPDATE keel_events_outbox SET published_at = ?1, attempts = attempts + 1
-WHERE seq IN (SELECT value FROM json_each(?2)) AND part = ?3 AND published_at IS NULL
-  AND EXISTS (SELECT 1 FROM keel_events_relay_lease l WHERE l.part = ?3 AND l.owner = ?4 AND l.fence = ?5);
+WHERE seq IN (SELECT value FROM json_each(?2)) AND published_at IS NULL
+  AND EXISTS (SELECT 1 FROM keel_events_relay_lease l
+              WHERE l.part = keel_events_outbox.part AND l.owner = ?3
+                AND l.fence = json_extract(?4, '$[' || keel_events_outbox.part || ']'))
+RETURNING part;
 
 -- name: OutboxAttempt
 -- A publish that failed (?2 = 1 when its outcome is unknown).

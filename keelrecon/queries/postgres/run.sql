@@ -33,3 +33,11 @@ SELECT cutoff FROM keel_recon_run
 WHERE reconciler = $1 AND applied = $2
 ORDER BY cutoff DESC
 LIMIT 1;
+
+-- name: RunApplyLock
+-- Applies of one reconciler take turns (released at commit), so a run over
+-- an older cutoff cannot interleave with a newer one's.
+SELECT pg_advisory_xact_lock(hashtext('keel_recon_apply:' || $1));
+
+-- name: RunMarkApplied
+UPDATE keel_recon_run SET applied = $2 WHERE id = $1;

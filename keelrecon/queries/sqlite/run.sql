@@ -33,3 +33,10 @@ SELECT cutoff FROM keel_recon_run
 WHERE reconciler = ?1 AND applied = ?2
 ORDER BY cutoff DESC
 LIMIT 1;
+
+-- name: RunApplyLock
+-- SQLite has one writer: the apply transaction already runs alone.
+SELECT ?1 IS NOT NULL;
+
+-- name: RunMarkApplied
+UPDATE keel_recon_run SET applied = ?2 WHERE id = ?1;

@@ -1,5 +1,6 @@
 // Package framewriter is the single writer of a gateway connection's
-// encoded PDUs, shared by the CMPP and SMPP server sides: one goroutine
+// encoded PDUs, kept apart from the CMPP server side so that any gateway
+// protocol can use it: one goroutine
 // owns the socket's writes so frames never interleave, each write has a
 // deadline, and a write that fails ends the connection.
 package framewriter

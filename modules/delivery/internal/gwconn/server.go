@@ -1,9 +1,9 @@
-// Package gwconn is the connection lifecycle shared by the CMPP and SMPP
-// server sides: accepting and closing, a session's cause of death and
-// graceful end, the window of unanswered requests and the idle-time link
-// test. The protocols keep their PDUs, handshakes and logging; this
-// package only decides when things happen, so both gateways end, time out
-// and push back alike.
+// Package gwconn is the connection lifecycle of the gateway's server side,
+// kept apart from the CMPP package so that any customer protocol shares it:
+// accepting and closing, a session's cause of death and graceful end, the
+// window of unanswered requests and the idle-time link test. A protocol
+// keeps its PDUs, handshakes and logging; this package only decides when
+// things happen, so every gateway ends, times out and pushes back alike.
 package gwconn
 
 import (

@@ -34,17 +34,6 @@ WHERE id = $1 AND state = 'pending';
 -- name: OutboxAttemptFailed
 UPDATE rsv_outbox SET attempts = attempts + 1, last_error = $2 WHERE id = $1 AND state = 'pending';
 
--- name: OutboxEventsClaim
-SELECT id, payload::text, created_at FROM rsv_outbox
-WHERE state = 'pending' AND kind = 'availability'
-ORDER BY id
-LIMIT $1
-FOR UPDATE SKIP LOCKED;
-
--- name: OutboxEventsSent
-UPDATE rsv_outbox SET state = 'sent', sent_at = $2, attempts = attempts + 1
-WHERE id = ANY($1::bigint[]) AND state = 'pending';
-
 -- name: OutboxPrune
 -- Delivered rows are kept a while for inspection; the reservation's history
 -- is the permanent record.
@@ -61,3 +50,7 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: OutboxNotesQueued
 UPDATE rsv_outbox SET queued_at = $2 WHERE id = ANY($1::bigint[]);
+
+-- name: EventSeqNext
+-- The number of the next availability event (its id in the events outbox).
+SELECT nextval('rsv_event_seq');

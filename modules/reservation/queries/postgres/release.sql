@@ -56,7 +56,8 @@ FROM rsv_category c;
 -- locked in id order, so concurrent releases queue instead of deadlocking;
 -- a slot holding fewer places than it would get back is left alone and its
 -- reservations stay paid), mark released, append history and no-shows, and
--- write the release notices and one availability event. $1 ids, $2
+-- write the release notices (the caller emits the availability event from
+-- the 's' rows). $1 ids, $2
 -- versions, $3 the slot of each, $4 now, $5 actor, $6 reason, $7 whether the
 -- caller queues the notices' delivery jobs itself (else the relay does).
 -- Rows: 'r' released (id, version, appeal_until, slot), 's' slots that took
@@ -93,15 +94,7 @@ notes AS (
            jsonb_build_object('appeal_until', to_char(appeal_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
            $4::timestamptz, $4::timestamptz, CASE WHEN $7::boolean THEN $4::timestamptz END
     FROM rel
-    RETURNING id, deliver_at),
-avail AS (
-    INSERT INTO rsv_outbox (kind, payload, deliver_at, created_at)
-    SELECT 'availability',
-           jsonb_build_object('slots', jsonb_agg(jsonb_build_object('slot_id', id, 'capacity', capacity,
-               'held', held, 'available', capacity - held) ORDER BY id)),
-           $4::timestamptz, $4::timestamptz
-    FROM slots
-    HAVING count(*) > 0)
+    RETURNING id, deliver_at)
 SELECT 'r', id, version, appeal_until, slot_id, 0, 0, 0, 0 FROM rel
 UNION ALL
 SELECT 's', id, 0, ends_at, 0, capacity, held, waiting, n FROM slots

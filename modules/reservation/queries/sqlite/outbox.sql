@@ -33,16 +33,6 @@ WHERE id = ?1 AND state = 'pending';
 -- name: OutboxAttemptFailed
 UPDATE rsv_outbox SET attempts = attempts + 1, last_error = ?2 WHERE id = ?1 AND state = 'pending';
 
--- name: OutboxEventsClaim
-SELECT id, payload, created_at FROM rsv_outbox
-WHERE state = 'pending' AND kind = 'availability'
-ORDER BY id
-LIMIT ?1;
-
--- name: OutboxEventsSent
-UPDATE rsv_outbox SET state = 'sent', sent_at = ?2, attempts = attempts + 1
-WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'pending';
-
 -- name: OutboxPrune
 -- Delivered rows are kept a while for inspection; the reservation's history
 -- is the permanent record.
@@ -58,3 +48,7 @@ LIMIT ?1;
 
 -- name: OutboxNotesQueued
 UPDATE rsv_outbox SET queued_at = ?2 WHERE id IN (SELECT value FROM json_each(?1));
+
+-- name: EventSeqNext
+-- The number of the next availability event (its id in the events outbox).
+UPDATE rsv_event_seq SET n = n + 1 WHERE singleton = 1 RETURNING n;

@@ -1,0 +1,185 @@
+package eventcrash
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel/keelevents"
+)
+
+// RelayKilled: relay processes are SIGKILLed between a publish the bus
+// acknowledged and its mark, again and again; the next relay republishes
+// the unmarked batch with the same ids. No event is lost, the duplicates
+// are absorbed (by the bus and by the inbox) and every event has exactly
+// one business effect, applied in order per key.
+func RelayKilled(t *testing.T, h Harness) {
+	each(t, h, relayKilled[pgx.Tx], relayKilled[*sql.Tx])
+}
+
+func relayKilled[TTx any](t *testing.T, e *env[TTx]) {
+	e.exec(t, effectSQL)
+	ev, _ := e.events(t, false)
+	var ord order
+	if err := ev.Consume(effectConsumer[TTx](e.driver, ord.add)); err != nil {
+		t.Fatal(err)
+	}
+	startEvents(t, ev)
+	const n, keys, rounds = 600, 20, 8
+	e.emitAll(t, ev, 0, n, keys)
+	kills := 0
+	for i := range rounds {
+		p := spawn(t, e.h, "relay", e.driver, e.dsn, e.ns, 1+i%3, "relay")
+		if !blockedOrDone(t, p, func() bool { return backlog(t, ev) == 0 }) {
+			p.kill()
+			break
+		}
+		p.kill()
+		kills++
+	}
+	spawn(t, e.h, "relay", e.driver, e.dsn, e.ns, 0, "relay-final")
+	waitFor(t, "every effect", 2*time.Minute, func() bool { return e.count(t, "SELECT count(*) FROM evcrash_effect") >= n })
+	waitFor(t, "an empty outbox", time.Minute, func() bool { return backlog(t, ev) == 0 })
+	e.checkEffects(t, n)
+	ord.check(t)
+	// Each kill left a published batch unmarked, which the next relay
+	// published again with the same ids: all of it is marked now, once.
+	if kills < 4 {
+		t.Fatalf("only %d relays were killed between publish and mark", kills)
+	}
+	t.Logf("%s: %d relays killed between a publish and its mark; %d events, one effect each", e.h.Bus, kills, n)
+}
+
+// ConsumerKilled: consumer processes are SIGKILLed after their business
+// transaction (effect and inbox row) committed and before the bus heard
+// the acknowledgement; the event is redelivered, the inbox absorbs it and
+// there is one effect per event.
+func ConsumerKilled(t *testing.T, h Harness) {
+	each(t, h, consumerKilled[pgx.Tx], consumerKilled[*sql.Tx])
+}
+
+func consumerKilled[TTx any](t *testing.T, e *env[TTx]) {
+	e.exec(t, effectSQL)
+	ev, _ := e.events(t, true)
+	startEvents(t, ev)
+	const n, keys, rounds = 300, 20, 6
+	effects := func() int { return e.count(t, "SELECT count(*) FROM evcrash_effect") }
+	// The consumer runs in the children only; the first one creates the
+	// durable consumer before anything is published.
+	first := spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 5, "consumer")
+	waitChan(t, "the first consumer", first.ready, first.exited)
+	e.emitAll(t, ev, 0, n, keys)
+	kills := 0
+	for i := range rounds {
+		p := first
+		if i > 0 {
+			p = spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 5+7*i, "consumer")
+		}
+		if !blockedOrDone(t, p, func() bool { return effects() >= n }) {
+			p.kill()
+			break
+		}
+		p.kill()
+		kills++
+	}
+	spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 0, "consumer-final")
+	waitFor(t, "every effect", 2*time.Minute, func() bool { return effects() >= n })
+	var dups int64
+	waitFor(t, "the redeliveries absorbed", time.Minute, func() bool {
+		cs, err := ev.ConsumerStats(context.Background())
+		if err != nil || len(cs) != 1 {
+			return false
+		}
+		dups = cs[0].Duplicates
+		return cs[0].Lag == 0 && dups >= int64(kills)
+	})
+	e.checkEffects(t, n)
+	if kills < 3 {
+		t.Fatalf("only %d consumers were killed after a commit", kills)
+	}
+	t.Logf("%s: %d consumers killed after a commit; %d redeliveries absorbed by the inbox", e.h.Bus, kills, dups)
+}
+
+// ThreeRelays: three relay processes share the partitions (one killed and
+// replaced midway) while events are emitted for keys spread over every
+// partition; each key's events are applied in order, once.
+func ThreeRelays(t *testing.T, h Harness) {
+	each(t, h, threeRelays[pgx.Tx], threeRelays[*sql.Tx])
+}
+
+func threeRelays[TTx any](t *testing.T, e *env[TTx]) {
+	e.exec(t, effectSQL)
+	ev, _ := e.events(t, false)
+	var ord order
+	if err := ev.Consume(effectConsumer[TTx](e.driver, ord.add)); err != nil {
+		t.Fatal(err)
+	}
+	startEvents(t, ev)
+	var relays []*proc
+	for range 3 {
+		relays = append(relays, spawn(t, e.h, "relay", e.driver, e.dsn, e.ns, 0, "relay"))
+	}
+	owners := func() int {
+		return e.count(t, "SELECT count(DISTINCT owner) FROM keel_events_relay_lease WHERE owner <> ''")
+	}
+	waitFor(t, "three relays sharing the partitions", time.Minute, func() bool { return owners() == 3 })
+	const n, keys = 900, 40
+	e.emitAll(t, ev, 0, n/2, keys)
+	relays[0].kill()
+	relays[0] = spawn(t, e.h, "relay", e.driver, e.dsn, e.ns, 0, "relay-replacement")
+	e.emitAll(t, ev, n/2, n, keys)
+	waitFor(t, "every effect", 2*time.Minute, func() bool { return e.count(t, "SELECT count(*) FROM evcrash_effect") >= n })
+	waitFor(t, "three relays sharing the partitions again", time.Minute, func() bool { return owners() == 3 })
+	e.checkEffects(t, n)
+	ord.check(t)
+}
+
+func startEvents[TTx any](t *testing.T, ev *keelevents.Events[TTx]) {
+	t.Helper()
+	if err := ev.Start(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = ev.Stop(ctx)
+	})
+}
+
+func backlog[TTx any](t *testing.T, ev *keelevents.Events[TTx]) int64 {
+	t.Helper()
+	ts, err := ev.TopicStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b int64
+	for _, s := range ts {
+		b += s.Backlog
+	}
+	return b
+}
+
+// blockedOrDone waits until p blocks (true) or done holds (false).
+func blockedOrDone(t *testing.T, p *proc, done func() bool) bool {
+	t.Helper()
+	deadline := time.After(2 * time.Minute)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.blocked:
+			return true
+		case <-p.exited:
+			t.Fatal("a child exited on its own")
+		case <-deadline:
+			t.Fatal("timed out waiting for a child to block")
+		case <-tick.C:
+			if done() {
+				return false
+			}
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// keyGate counts, per flow key, the task items whose failure is known here
+// but not yet counted by the engine (settled). A write of that key waits
+// for them before its check of the auto-pause: a failure known before the
+// write has then been counted, and if it reached the threshold the check
+// sees the pause — no DELIVER leaves after the pause for a failure that
+// was known before it. (One sending instance per application makes this
+// local count the whole count; see "Where pushes are claimed".)
+type keyGate struct {
+	mu sync.Mutex
+	n  map[string]int
+	ch map[string]chan struct{}
+}
+
+func newKeyGate() *keyGate { return &keyGate{n: map[string]int{}, ch: map[string]chan struct{}{}} }
+
+func (g *keyGate) add(key string) {
+	g.mu.Lock()
+	g.n[key]++
+	g.mu.Unlock()
+}
+
+func (g *keyGate) done(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n[key]--; g.n[key] > 0 {
+		return
+	}
+	delete(g.n, key)
+	if c, ok := g.ch[key]; ok {
+		close(c)
+		delete(g.ch, key)
+	}
+}
+
+// wait returns once no failure of key is pending, or after max (the
+// settle retries for up to a few seconds; the check then reads whatever
+// the engine has).
+func (g *keyGate) wait(ctx context.Context, key string, max time.Duration) error {
+	t := time.NewTimer(max)
+	defer t.Stop()
+	for {
+		g.mu.Lock()
+		if g.n[key] == 0 {
+			g.mu.Unlock()
+			return nil
+		}
+		c, ok := g.ch[key]
+		if !ok {
+			c = make(chan struct{})
+			g.ch[key] = c
+		}
+		g.mu.Unlock()
+		select {
+		case <-c:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// gateWait bounds a write's wait for pending failures of its key.
+const gateWait = 5 * time.Second

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS dlv_task_token;

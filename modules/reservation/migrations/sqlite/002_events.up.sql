@@ -1,0 +1,11 @@
+-- Availability events move to the engine's events outbox (keel_events_*):
+-- their ids come from this counter, and the module's outbox keeps only
+-- notifications. Pending availability rows are dropped: they are hints for
+-- caches, and the next change of each slot emits its counts again.
+CREATE TABLE rsv_event_seq (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    n         INTEGER NOT NULL
+);
+INSERT INTO rsv_event_seq (singleton, n) VALUES (1, 0);
+DELETE FROM rsv_outbox WHERE kind = 'availability';
+DROP INDEX IF EXISTS rsv_outbox_events_idx;
