@@ -19,6 +19,7 @@ import (
 	"github.com/keelwork/keel/modules/delivery"
 	"github.com/keelwork/keel/modules/inventory"
 	"github.com/keelwork/keel/modules/reservation"
+	"github.com/keelwork/keel/modules/tracking"
 	"github.com/keelwork/keel/server/migration"
 )
 
@@ -29,6 +30,7 @@ var installed = []*module.Descriptor{
 	&reservation.Descriptor,
 	&delivery.Descriptor,
 	&inventory.Descriptor,
+	&tracking.Descriptor,
 }
 
 // allLines are the server's, the events backbone's, reconciliation's and

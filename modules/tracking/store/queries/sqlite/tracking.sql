@@ -1,0 +1,149 @@
+-- name: SecurityCount
+INSERT INTO tracking_security (carrier, reason, count, last_at) VALUES (?1, ?2, 1, ?3)
+ON CONFLICT (carrier, reason) DO UPDATE SET count = tracking_security.count + 1, last_at = excluded.last_at;
+
+-- name: SecurityList
+SELECT carrier, reason, count, last_at FROM tracking_security ORDER BY carrier, reason;
+
+-- name: MappingVersionInsert
+INSERT INTO tracking_mapping_version (carrier, version, state, note, created_at, created_by)
+SELECT ?1, coalesce(max(version), 0) + 1, 'draft', ?2, ?3, ?4 FROM tracking_mapping_version WHERE carrier = ?1
+RETURNING version;
+
+-- name: MappingCodeInsert
+INSERT INTO tracking_mapping (carrier, version, code, milestone) VALUES (?1, ?2, ?3, ?4);
+
+-- name: MappingActiveVersion
+SELECT version FROM tracking_mapping_version WHERE carrier = ?1 AND state = 'active';
+
+-- name: MappingCodes
+SELECT code, milestone FROM tracking_mapping WHERE carrier = ?1 AND version = ?2 ORDER BY code;
+
+-- name: MappingVersions
+SELECT carrier, version, state, note, created_at, created_by, activated_at, activated_by
+FROM tracking_mapping_version WHERE carrier = ?1 ORDER BY version DESC;
+
+-- name: MappingVersionGet
+SELECT carrier, version, state, note, created_at, created_by, activated_at, activated_by
+FROM tracking_mapping_version WHERE carrier = ?1 AND version = ?2;
+
+-- name: MappingRetireActive
+UPDATE tracking_mapping_version SET state = 'retired' WHERE carrier = ?1 AND state = 'active';
+
+-- name: MappingActivate
+UPDATE tracking_mapping_version SET state = 'active', activated_at = ?3, activated_by = ?4
+WHERE carrier = ?1 AND version = ?2 AND state = 'draft';
+
+-- name: RawInsert
+INSERT INTO tracking_raw_event (carrier, waybill, idem_key, source_event_id, seq, code, occurred_raw, occurred_at,
+    time_trusted, location, payload, payload_digest, core_digest, via, received_at, outcome, processed_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'received', ?15)
+ON CONFLICT (carrier, idem_key) DO NOTHING
+RETURNING id;
+
+-- name: RawByKey
+SELECT id, core_digest, outcome, milestone, mapping_version, revision FROM tracking_raw_event WHERE carrier = ?1 AND idem_key = ?2;
+
+-- name: RawResult
+UPDATE tracking_raw_event SET outcome = ?2, milestone = ?3, mapping_version = ?4, revision = ?5, processed_at = ?6 WHERE id = ?1;
+
+-- name: RawTimeline
+SELECT id, idem_key, source_event_id, seq, code, occurred_raw, occurred_at, time_trusted, location, payload, via,
+    received_at, outcome, milestone, mapping_version, revision
+FROM tracking_raw_event WHERE carrier = ?1 AND waybill = ?2
+ORDER BY CASE WHEN seq > 0 THEN seq ELSE 0 END, occurred_at IS NULL, occurred_at, id;
+
+-- name: RawUnmapped
+SELECT id, waybill, idem_key, seq, code, occurred_at, time_trusted FROM tracking_raw_event
+WHERE carrier = ?1 AND outcome = 'unmapped' AND id > ?2 ORDER BY id LIMIT ?3;
+
+-- name: RawSeqPresent
+SELECT EXISTS (SELECT 1 FROM tracking_raw_event WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3);
+
+-- name: ReplayEvents
+SELECT waybill, idem_key, seq, code, occurred_at, time_trusted FROM tracking_raw_event
+WHERE carrier = ?1 AND waybill > ?2 AND waybill <= ?3 AND outcome NOT IN ('collision')
+ORDER BY waybill, id;
+
+-- name: ReplayWaybillPage
+SELECT waybill, milestone, seq, event_key, revision FROM tracking_waybill WHERE carrier = ?1 AND waybill > ?2 ORDER BY waybill LIMIT ?3;
+
+-- name: CollisionInsert
+INSERT INTO tracking_collision (carrier, idem_key, first_raw_id, waybill, payload, core_digest, via, received_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (carrier, idem_key, core_digest) DO NOTHING;
+
+-- name: CollisionList
+SELECT c.id, c.carrier, c.idem_key, c.waybill, r.payload, c.payload, c.received_at, r.received_at
+FROM tracking_collision c JOIN tracking_raw_event r ON r.id = c.first_raw_id
+WHERE (?1 = '' OR c.carrier = ?1) AND (?2 = '' OR c.waybill = ?2) ORDER BY c.id DESC LIMIT ?3;
+
+-- name: WaybillEnsure
+INSERT INTO tracking_waybill (carrier, waybill, first_seen_at, last_event_at, events) VALUES (?1, ?2, ?3, ?3, 1)
+ON CONFLICT (carrier, waybill) DO UPDATE SET events = tracking_waybill.events + 1, last_event_at = excluded.last_event_at;
+
+-- name: WaybillGet
+SELECT carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, revision, mapping_version, events,
+    first_seen_at, updated_at, last_event_at, verified_at
+FROM tracking_waybill WHERE carrier = ?1 AND waybill = ?2;
+
+-- name: WaybillAdvance
+UPDATE tracking_waybill SET milestone = ?4, seq = ?5, occurred_at = ?6, time_trusted = ?7, event_key = ?8,
+    revision = ?9, mapping_version = ?10, updated_at = ?11
+WHERE carrier = ?1 AND waybill = ?2 AND revision = ?3;
+
+-- name: WaybillVerified
+UPDATE tracking_waybill SET verified_at = ?3 WHERE carrier = ?1 AND waybill = ?2;
+
+-- name: WaybillSearch
+SELECT carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, revision, mapping_version, events,
+    first_seen_at, updated_at, last_event_at, verified_at
+FROM tracking_waybill WHERE (?1 = '' OR substr(waybill, 1, length(?1)) = ?1) AND (?2 = '' OR carrier = ?2)
+ORDER BY last_event_at DESC, carrier, waybill LIMIT ?3;
+
+-- name: GapOpen
+INSERT INTO tracking_gap (carrier, waybill, seq, opened_at)
+SELECT ?1, ?2, ?3, ?4
+WHERE NOT EXISTS (SELECT 1 FROM tracking_raw_event WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3)
+ON CONFLICT (carrier, waybill, seq) DO NOTHING;
+
+-- name: GapClose
+UPDATE tracking_gap SET closed_at = ?4, closed_raw_id = ?5
+WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3 AND closed_at IS NULL;
+
+-- name: GapIsOpen
+SELECT EXISTS (SELECT 1 FROM tracking_gap WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3 AND closed_at IS NULL);
+
+-- name: GapsOf
+SELECT seq, opened_at, closed_at, coalesce(closed_raw_id, 0) FROM tracking_gap WHERE carrier = ?1 AND waybill = ?2 ORDER BY seq;
+
+-- name: GapOpenCounts
+SELECT carrier, count(*), min(opened_at) FROM tracking_gap WHERE closed_at IS NULL GROUP BY carrier;
+
+-- name: GapOpenList
+SELECT carrier, waybill, seq, opened_at FROM tracking_gap WHERE closed_at IS NULL AND (?1 = '' OR carrier = ?1)
+ORDER BY opened_at, carrier, waybill, seq LIMIT ?2;
+
+-- name: ReconWaybills
+SELECT w.carrier, w.waybill, w.milestone, w.seq, w.revision,
+    (SELECT count(*) FROM tracking_gap g WHERE g.carrier = w.carrier AND g.waybill = w.waybill AND g.closed_at IS NULL AND g.opened_at <= ?2),
+    coalesce((SELECT max(r.seq) FROM tracking_raw_event r WHERE r.carrier = w.carrier AND r.waybill = w.waybill
+        AND r.outcome IN ('advanced', 'detail') AND r.received_at <= ?2), 0),
+    (SELECT count(*) FROM tracking_raw_event a JOIN tracking_raw_event b
+        ON b.carrier = a.carrier AND b.waybill = a.waybill AND b.outcome = 'advanced' AND a.outcome = 'advanced'
+        AND a.revision < b.revision AND a.seq > b.seq AND b.seq > 0
+     WHERE a.carrier = w.carrier AND a.waybill = w.waybill)
+FROM tracking_waybill w WHERE w.carrier = ?1 AND w.first_seen_at <= ?2 AND w.waybill > ?3
+ORDER BY w.waybill LIMIT ?4;
+
+-- name: ReplayInsert
+INSERT INTO tracking_replay (carrier, version, base_version, created_at, created_by, waybills, changed, diff)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id;
+
+-- name: ReplayList
+SELECT id, carrier, version, base_version, created_at, created_by, waybills, changed, diff
+FROM tracking_replay WHERE carrier = ?1 ORDER BY id DESC LIMIT ?2;
+
+-- name: ReplayLatest
+SELECT id, carrier, version, base_version, created_at, created_by, waybills, changed, diff
+FROM tracking_replay WHERE carrier = ?1 AND version = ?2 ORDER BY id DESC LIMIT 1;
