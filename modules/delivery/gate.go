@@ -16,8 +16,8 @@ import (
 // sending instance per application makes this local count the whole
 // count; see "Where pushes are claimed".)
 type keyGate struct {
-	mu  sync.Mutex
-	n   map[string]int
+	mu sync.Mutex
+	n  map[string]int
 	// gen counts the outcomes ever added per key, so that a check sees
 	// whether one came meanwhile. It keeps one number per task application
 	// this process sent for (never reset: a reset could hide an outcome that
