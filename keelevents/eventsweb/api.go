@@ -88,7 +88,7 @@ func (w *Web[TTx]) apiRuns(_ http.ResponseWriter, r *http.Request) (int, any, er
 }
 
 func (w *Web[TTx]) apiRun(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := pathID(r)
+	id, err := apiPathID(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -155,7 +155,7 @@ func (w *Web[TTx]) apiDiscrepancies(_ http.ResponseWriter, r *http.Request) (int
 }
 
 func (w *Web[TTx]) apiDiscrepancy(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := pathID(r)
+	id, err := apiPathID(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -230,7 +230,7 @@ func (w *Web[TTx]) apiApprovals(_ http.ResponseWriter, r *http.Request) (int, an
 }
 
 func (w *Web[TTx]) apiApproval(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := pathID(r)
+	id, err := apiPathID(r)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -118,7 +118,7 @@ func (w *Web[TTx]) apiManual(_ http.ResponseWriter, r *http.Request) (int, any, 
 }
 
 func (w *Web[TTx]) apiManualGet(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := pathID(r)
+	id, err := apiPathID(r)
 	if err != nil {
 		return 0, nil, err
 	}

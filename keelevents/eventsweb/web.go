@@ -12,10 +12,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/keelwork/keel/module/web"
 	"html/template"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // the console's zone must load on hosts without tzdata
@@ -194,12 +194,15 @@ func problemText(v *module.View, err error) string {
 }
 
 // pathID reads a positive id from the path.
-func pathID(r *http.Request) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		return 0, module.Invalid("id must be a positive integer, got %q", r.PathValue("id"))
+func pathID(r *http.Request) (int64, error) { return web.PathID(r, "id") }
+
+// apiPathID is pathID for the API's routes, which take no query
+// parameters: one that is sent is refused rather than ignored.
+func apiPathID(r *http.Request) (int64, error) {
+	if q := web.NewQuery(r); q.Err != nil {
+		return 0, q.Err
 	}
-	return id, nil
+	return pathID(r)
 }
 
 // withActor names the console's operator for the audit.

@@ -376,6 +376,9 @@ func (m *Module[TTx]) apiResolve(w http.ResponseWriter, r *http.Request) (int, a
 }
 
 func (m *Module[TTx]) apiAdmission(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if q := web.NewQuery(r); q.Err != nil {
+		return 0, nil, q.Err
+	}
 	return http.StatusOK, map[string]any{"admission": m.Admission(), "coalescing": m.Coalescing(),
 		"paused_deliveries": m.pausedDeliveries.Load()}, nil
 }

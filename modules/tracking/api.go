@@ -194,6 +194,9 @@ func (m *Module[TTx]) apiRefresh(w http.ResponseWriter, r *http.Request) (int, a
 }
 
 func (m *Module[TTx]) apiCarriers(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if q := mweb.NewQuery(r); q.Err != nil { // the whole list: no parameters
+		return 0, nil, q.Err
+	}
 	hs, err := m.Healths(r.Context())
 	if err != nil {
 		return 0, nil, err
@@ -322,6 +325,9 @@ func (m *Module[TTx]) apiCollisions(w http.ResponseWriter, r *http.Request) (int
 }
 
 func (m *Module[TTx]) apiSecurity(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if q := mweb.NewQuery(r); q.Err != nil { // the whole list: no parameters
+		return 0, nil, q.Err
+	}
 	rows, err := m.store.SecurityCounts(r.Context())
 	if err != nil {
 		return 0, nil, err

@@ -78,6 +78,7 @@ type Process struct {
 	t    testing.TB
 	Port int
 	Dir  string
+	bin  string // the nats-server program found for this process
 	cmd  *exec.Cmd
 	log  string
 }
@@ -94,9 +95,8 @@ func StartProcess(t testing.TB) *Process {
 			t.Fatalf("jstest: %s not found (apt-get install nats-server; scripts/test.sh installs it)", Binary)
 		}
 	}
-	Binary = bin
 	dir := t.TempDir()
-	p := &Process{t: t, Port: freePort(t), Dir: filepath.Join(dir, "store"), log: filepath.Join(dir, "nats.log")}
+	p := &Process{t: t, bin: bin, Port: freePort(t), Dir: filepath.Join(dir, "store"), log: filepath.Join(dir, "nats.log")}
 	p.Start()
 	t.Cleanup(func() {
 		if p.cmd != nil {
@@ -122,11 +122,11 @@ func (p *Process) Start() {
 		p.t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(Binary, "-a", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-js", "-sd", p.Dir)
+	cmd := exec.Command(p.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-js", "-sd", p.Dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("jstest: starting %s: %v", Binary, err)
+		p.t.Fatalf("jstest: starting %s: %v", p.bin, err)
 	}
 	p.cmd = cmd
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
