@@ -155,10 +155,15 @@ func (e *Events[TTx]) Bus() Bus { return e.bus }
 // partitions returns the partition count fixed in the database, fixing it
 // on first use; q is the caller's transaction or the database.
 func (e *Events[TTx]) partitions(ctx context.Context, q keelsql.Querier) (int, error) {
+	// The lock guards the cached values only, never a query: on SQLite a
+	// caller's transaction holds the one writer connection while it emits,
+	// so a query made under this lock by another goroutine (waiting for
+	// that connection) would block the emitter on the lock for ever.
 	e.partsMu.Lock()
-	defer e.partsMu.Unlock()
-	if e.parts > 0 {
-		return e.parts, nil
+	cached := e.parts
+	e.partsMu.Unlock()
+	if cached > 0 {
+		return cached, nil
 	}
 	var n int
 	initialized := false
@@ -181,14 +186,18 @@ func (e *Events[TTx]) partitions(ctx context.Context, q keelsql.Querier) (int, e
 		if err := q.QueryRow(ctx, e.d.sql("CurrentSchema")).Scan(&ns); err != nil {
 			return 0, fmt.Errorf("reading the schema: %w", err)
 		}
+		e.partsMu.Lock()
 		e.channel = notifyChannel(ns, outboxTopic)
+		e.partsMu.Unlock()
 	}
 	if initialized {
 		// Written in q, which may be a caller's transaction that rolls
 		// back: read it again next time rather than trust it.
 		return n, nil
 	}
+	e.partsMu.Lock()
 	e.parts = n
+	e.partsMu.Unlock()
 	return n, nil
 }
 
