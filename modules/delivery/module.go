@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -27,14 +26,7 @@ var migrationFiles embed.FS
 // Lines returns the delivery migration line for a dialect, in the shape
 // testdb.Options.Lines and keelmigrate.Config.Lines take.
 func Lines(dialect string) []keelmigrate.Line {
-	sub, err := fs.Sub(migrationFiles, "migrations/"+dialect)
-	if err != nil {
-		return nil
-	}
-	if _, err := fs.Stat(sub, "001_delivery.up.sql"); err != nil {
-		return nil
-	}
-	return []keelmigrate.Line{{Name: LineName, FS: sub}}
+	return keelmigrate.DialectLines(LineName, migrationFiles, "migrations", dialect)
 }
 
 // Module is the delivery module on a database whose transactions are TTx.

@@ -2,8 +2,6 @@ package inventory
 
 import (
 	"embed"
-	"fmt"
-	"io/fs"
 
 	"github.com/keelwork/keel/keelmigrate"
 )
@@ -16,21 +14,10 @@ var migrationFiles embed.FS
 
 // Line returns the module's migration line for a dialect.
 func Line(dialect string) (keelmigrate.Line, error) {
-	if dialect != "postgres" && dialect != "sqlite" {
-		return keelmigrate.Line{}, fmt.Errorf("inventory migrations: unknown dialect %q", dialect)
-	}
-	sub, err := fs.Sub(migrationFiles, "migrations/"+dialect)
-	if err != nil {
-		return keelmigrate.Line{}, err
-	}
-	return keelmigrate.Line{Name: LineName, FS: sub}, nil
+	return keelmigrate.DialectLine(LineName, migrationFiles, "migrations", dialect)
 }
 
 // Lines is Line as a list; an unknown dialect yields none.
 func Lines(dialect string) []keelmigrate.Line {
-	l, err := Line(dialect)
-	if err != nil {
-		return nil
-	}
-	return []keelmigrate.Line{l}
+	return keelmigrate.DialectLines(LineName, migrationFiles, "migrations", dialect)
 }
