@@ -51,6 +51,24 @@ func (m *Module[TTx]) CreateMapping(ctx context.Context, carrier string, codes m
 	return v, err
 }
 
+// createInitialMapping stores version 1 from the configuration unless an
+// instance starting beside this one stored it first.
+func (m *Module[TTx]) createInitialMapping(ctx context.Context, carrier string, codes map[string]domain.Milestone) error {
+	mp := &domain.Mapping{Carrier: carrier, Codes: codes}
+	if err := mp.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", keeltype.ErrInvalidArgument, err)
+	}
+	const note = "initial mapping from configuration"
+	return m.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		created, err := m.store.CreateInitialMapping(ctx, tx, mp, note, "system:tracking", m.Now())
+		if err != nil || !created {
+			return err
+		}
+		return m.audit(ctx, tx, keel.Audit{Action: "tracking.mapping.create", Target: carrier + "/v1", Reason: note,
+			Context: map[string]any{"codes": len(codes)}})
+	})
+}
+
 func (m *Module[TTx]) audit(ctx context.Context, tx keelsql.Tx[TTx], a keel.Audit) error {
 	c := m.Engine().Load()
 	if c == nil {

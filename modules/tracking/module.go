@@ -233,7 +233,7 @@ func (m *Module[TTx]) ensureMappings(ctx context.Context) error {
 			}
 			continue
 		}
-		if _, err := m.CreateMapping(ctx, c.Code, c.Codes, "initial mapping from configuration", "system:tracking"); err != nil {
+		if err := m.createInitialMapping(ctx, c.Code, c.Codes); err != nil {
 			return err
 		}
 		if err := m.activate(ctx, c.Code, 1, "system:tracking", "initial mapping from configuration", false); err != nil && !errors.Is(err, errNotDraft) {

@@ -42,6 +42,26 @@ func (s *Store[TTx]) CreateMapping(ctx context.Context, tx keelsql.Tx[TTx], m *d
 	return v, nil
 }
 
+// CreateInitialMapping stores version 1 of a carrier's mapping unless it
+// exists already (created is false then): instances that start together
+// each try it, and one of them creates it.
+func (s *Store[TTx]) CreateInitialMapping(ctx context.Context, tx keelsql.Tx[TTx], m *domain.Mapping, note, actor string, now time.Time) (created bool, err error) {
+	var v int
+	err = tx.QueryRow(ctx, s.sql("MappingVersionInsertInitial"), m.Carrier, note, now, actor).Scan(&v)
+	if errors.Is(err, keelsql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("creating the first mapping version of %s: %w", m.Carrier, err)
+	}
+	for _, code := range m.SortedCodes() {
+		if _, err := tx.Exec(ctx, s.sql("MappingCodeInsert"), m.Carrier, v, code, string(m.Codes[code])); err != nil {
+			return false, fmt.Errorf("storing code %s of mapping %s v%d: %w", code, m.Carrier, v, err)
+		}
+	}
+	return true, nil
+}
+
 // ActiveVersion is a carrier's active mapping version (0 when none).
 func (s *Store[TTx]) ActiveVersion(ctx context.Context, q keelsql.Querier, carrier string) (int, error) {
 	var v int

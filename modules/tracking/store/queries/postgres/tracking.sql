@@ -10,6 +10,14 @@ INSERT INTO tracking_mapping_version (carrier, version, state, note, created_at,
 SELECT $1, coalesce(max(version), 0) + 1, 'draft', $2, $3, $4 FROM tracking_mapping_version WHERE carrier = $1
 RETURNING version;
 
+-- name: MappingVersionInsertInitial
+-- The first version from configuration: every instance starting at once
+-- tries it, and only the first one inserts (the others find it there).
+INSERT INTO tracking_mapping_version (carrier, version, state, note, created_at, created_by)
+VALUES ($1, 1, 'draft', $2, $3, $4)
+ON CONFLICT (carrier, version) DO NOTHING
+RETURNING version;
+
 -- name: MappingCodeInsert
 INSERT INTO tracking_mapping (carrier, version, code, milestone) VALUES ($1, $2, $3, $4);
 
