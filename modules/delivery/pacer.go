@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 )
@@ -32,11 +33,24 @@ func newPacer() *pacer { return &pacer{next: map[string]time.Time{}} }
 // less than this).
 const claimAlign = 150 * time.Millisecond
 
+// engineTaskRate is the engine's claim rate for a task's rate: the
+// engine's bucket (burst 0) spaces a key's claims exactly 1/rate apart, so
+// six writes aligned on their claims span exactly one second, and any
+// jitter on the way to the customer (a scheduler delay on one instance, the
+// customer's own receive loop) puts six in one of the customer's seconds.
+// Claiming paceMargin slower leaves every window of rate writes that
+// margin of slack, whichever instance writes each.
+func engineTaskRate(rate float64) float64 { return rate / paceMargin }
+
+// shownTaskRate is the rate the operator asked for, from the engine's.
+func shownTaskRate(engine float64) float64 { return math.Round(engine * paceMargin) }
+
 // wait blocks until key may write again at rate per second (rate <= 0:
-// unlimited), and not before claimed+claimAlign.
-func (p *pacer) wait(ctx context.Context, key string, rate float64, claimed time.Time) error {
+// unlimited), and not before claimed+claimAlign. It reports whether it
+// slept: a write that waited re-checks what may have changed meanwhile.
+func (p *pacer) wait(ctx context.Context, key string, rate float64, claimed time.Time) (bool, error) {
 	if rate <= 0 {
-		return nil
+		return false, nil
 	}
 	gap := time.Duration(paceMargin * float64(time.Second) / rate)
 	p.mu.Lock()
@@ -53,15 +67,15 @@ func (p *pacer) wait(ctx context.Context, key string, rate float64, claimed time
 	p.mu.Unlock()
 	d := time.Until(at)
 	if d <= 0 {
-		return nil
+		return false, nil
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 

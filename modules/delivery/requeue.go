@@ -165,7 +165,7 @@ func (m *Module[TTx]) CreateTaskOnce(ctx context.Context, r CreateTaskRequest) (
 		return b, false, err
 	}
 	b, err := keel.BatchCreate(ctx, c, source[TTx]{m}, r.Token, keel.BatchOpts{
-		Name: r.Name, Reason: r.Reason, Queue: QueueName, Rate: r.Rate, AutoPauseFailures: r.AutoPause,
+		Name: r.Name, Reason: r.Reason, Queue: QueueName, Rate: engineTaskRate(r.Rate), AutoPauseFailures: r.AutoPause,
 		PauseOnKeyPause: r.PauseWholeTask,
 	})
 	if err != nil {

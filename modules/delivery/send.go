@@ -83,9 +83,7 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 	if row.AttemptedAt != nil {
 		claimed = *row.AttemptedAt
 	}
-	if err := m.pace.wait(ctx, row.FlowKey, m.keyRate(ctx, row.FlowKey), claimed); err != nil {
-		return nil, nil, err
-	}
+	rate := m.keyRate(ctx, row.FlowKey)
 	if err := keel.BatchCheck(ctx, r.ref); err != nil {
 		return nil, nil, err
 	}
@@ -101,6 +99,24 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 		return nil, nil, fmt.Errorf("claiming record: %w", err)
 	}
 	if row.BatchID != 0 {
+		if err := m.lastCheck(ctx, r.ref, rec, token); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Pacing comes after the claim and the checks, right before the write:
+	// whatever time those round trips took (they vary with the database's
+	// load) is spent before the write's slot, not between the slot and the
+	// write, where it would bunch writes at the customer. A write that had
+	// to wait for its slot checks again, so the write still follows a check
+	// by nothing but itself.
+	slept, err := m.pace.wait(ctx, row.FlowKey, rate, claimed)
+	if err != nil {
+		if _, rerr := m.st.revert(context.WithoutCancel(ctx), rec.ID, token, "not written: "+err.Error()); rerr != nil {
+			return nil, nil, rerr
+		}
+		return nil, nil, err
+	}
+	if slept && row.BatchID != 0 {
 		if err := m.lastCheck(ctx, r.ref, rec, token); err != nil {
 			return nil, nil, err
 		}

@@ -169,7 +169,7 @@ type PausedApp struct {
 
 func (m *Module[TTx]) viewTask(lang string, b *keeltype.BatchRow) TaskView {
 	v := TaskView{ID: b.ID, Name: b.Name, State: b.State, StateLabel: Label(lang, "task."+string(b.State)),
-		Reason: b.Reason, CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt, SnapshotAt: b.SnapshotAt, Rate: b.Rate,
+		Reason: b.Reason, CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt, SnapshotAt: b.SnapshotAt, Rate: shownTaskRate(b.Rate),
 		AutoPause: b.AutoPauseFailures, PauseWhole: b.PauseOnKeyPause, Preview: b.Preview, Total: b.Total,
 		StartedAt: b.StartedAt, PausedAt: b.PausedAt, CompletedAt: b.CompletedAt, LastError: b.LastError,
 		PauseReason: b.PauseReason, PauseContext: b.PauseContext}
