@@ -216,6 +216,15 @@ func TestChannelClientSignatures(t *testing.T) {
 	wantErr(t, "alipay answer under the wrong public key", err, channel.ErrSignature)
 	wantErr(t, "alipay answer under the wrong public key", err, channel.ErrUnknownOutcome)
 
+	// WeChat: a platform certificate for the channel's serial but another
+	// key, so the channel's genuine answers do not verify.
+	wcfg := sim.Config(channel.KindWeChat)
+	wcfg.PublicKeyPEM = forgedCert(t, sim.PlatformSerial(), other)
+	sim.Create(channel.KindWeChat, "Sresp", 100, "CNY")
+	_, err = newChannel(t, wcfg).Client.QueryPayment(ctxT(t), "Sresp")
+	wantErr(t, "wechat answer under the wrong platform key", err, channel.ErrSignature)
+	wantErr(t, "wechat answer under the wrong platform key", err, channel.ErrUnknownOutcome)
+
 	// A channel that cannot be reached: unknown outcome, provably not sent.
 	dead := startSim(t, paysim.Options{})
 	for _, kind := range kinds {

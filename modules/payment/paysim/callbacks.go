@@ -25,7 +25,7 @@ type callback struct {
 }
 
 func (s *Sim) notifyPayment(kind channel.Kind, outTradeNo string) {
-	s.start(&callback{kind: kind, outTradeNo: outTradeNo, notifyID: randomString(32), url: s.opts.NotifyURL[kind]})
+	s.start(&callback{kind: kind, outTradeNo: outTradeNo, notifyID: randomString(32), url: s.notifyURL(kind)})
 }
 
 func (s *Sim) notifyRefund(kind channel.Kind, outRefundNo string) {
@@ -34,8 +34,22 @@ func (s *Sim) notifyRefund(kind channel.Kind, outRefundNo string) {
 	s.mu.Unlock()
 	if ok {
 		s.start(&callback{kind: kind, outTradeNo: r.outTradeNo, outRefundNo: outRefundNo,
-			notifyID: randomString(32), url: s.opts.NotifyURL[kind]})
+			notifyID: randomString(32), url: s.notifyURL(kind)})
 	}
+}
+
+func (s *Sim) notifyURL(kind channel.Kind) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notify[kind]
+}
+
+// SetNotifyURL changes where a channel sends callbacks from now on (for a
+// receiver that can only start once it has the channel's Config).
+func (s *Sim) SetNotifyURL(kind channel.Kind, url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify[kind] = url
 }
 
 func (s *Sim) schedule(kind channel.Kind) []time.Duration {

@@ -103,6 +103,7 @@ type Sim struct {
 	ap *apServer
 
 	mu          sync.Mutex
+	notify      map[channel.Kind]string
 	trades      map[key]*trade
 	refunds     map[key]*refund
 	behaviour   map[string]Behaviour
@@ -148,11 +149,14 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	s := &Sim{opts: opts, now: now, ctx: cctx, cancel: cancel,
 		http: &http.Client{Timeout: opts.CallbackTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		trades: map[key]*trade{}, refunds: map[key]*refund{}, behaviour: map[string]Behaviour{},
+		notify: map[channel.Kind]string{}, trades: map[key]*trade{}, refunds: map[key]*refund{}, behaviour: map[string]Behaviour{},
 		used: map[string]bool{}, injections: map[channel.Kind][]Injection{},
 		c: counters{sent: map[string]int{}, acked: map[string]int{}, lost: map[string]int{},
 			refundSent: map[string]int{}, refundAcked: map[string]int{}, queries: map[string]int{},
 			refundQueries: map[string]int{}, refundCalls: map[string]int{}, closes: map[string]int{}}}
+	for k, u := range opts.NotifyURL {
+		s.notify[k] = u
+	}
 	if s.wx, err = newWXServer(s, keys[0], keys[1]); err != nil {
 		cancel()
 		return nil, err

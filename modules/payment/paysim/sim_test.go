@@ -167,12 +167,12 @@ func TestSimRefundCallbacks(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	sim, err := paysim.Start(context.Background(), paysim.Options{TimeScale: 1000, RefundCallbacks: true,
-		NotifyURL: map[channel.Kind]string{channel.KindWeChat: srv.URL + "/n"}})
+	sim, err := paysim.Start(context.Background(), paysim.Options{TimeScale: 1000, RefundCallbacks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
+	sim.SetNotifyURL(channel.KindWeChat, srv.URL+"/n")
 	ch, err := channel.New(context.Background(), sim.Config(channel.KindWeChat))
 	if err != nil {
 		t.Fatal(err)
