@@ -2,6 +2,7 @@ package paysim_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -186,4 +187,45 @@ func TestSimRefundCallbacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	moduletest.WaitFor(t, 30*time.Second, "refund callback acknowledged", func() bool { return sim.RefundAcks("RC-1") == 1 })
+}
+
+// TestSimCloseStopsSenders: Close returns while callbacks wait hours for
+// their next attempt and while a refund answer is being withheld.
+func TestSimCloseStopsSenders(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }))
+	t.Cleanup(srv.Close)
+	sim, err := paysim.Start(context.Background(), paysim.Options{
+		NotifyURL: map[channel.Kind]string{channel.KindWeChat: srv.URL, channel.KindAlipay: srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []channel.Kind{channel.KindWeChat, channel.KindAlipay} {
+		sim.Create(kind, "C1", 100, "CNY")
+		if err := sim.Pay(kind, "C1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moduletest.WaitFor(t, 30*time.Second, "first attempts refused", func() bool { return sim.CallbacksSent("C1") == 2 })
+	ch, err := channel.New(context.Background(), sim.Config(channel.KindWeChat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.RefundBehaviour("C1-1", paysim.ExecuteThenTimeout)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ch.Client.Refund(context.Background(), channel.RefundRequest{OutTradeNo: "C1", OutRefundNo: "C1-1", AmountMinor: 1, TotalMinor: 100, Currency: "CNY"})
+		done <- err
+	}()
+	moduletest.WaitFor(t, 30*time.Second, "the refund call arrived", func() bool { return sim.RefundCalls("C1-1") == 1 })
+	closed := make(chan struct{})
+	go func() { _ = sim.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if err := <-done; !errors.Is(err, channel.ErrUnknownOutcome) {
+		t.Fatalf("withheld refund answer ended with %v, want outcome unknown", err)
+	}
 }
