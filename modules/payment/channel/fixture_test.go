@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,6 +197,25 @@ func seedFile(tb testing.TB, target, name string, values ...any) {
 	}
 }
 
+// readSeed returns the values of a committed corpus entry.
+func readSeed(t *testing.T, target, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "fuzz", target, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		open := strings.IndexByte(line, '(')
+		v, err := strconv.Unquote(line[open+1 : len(line)-1])
+		if err != nil {
+			t.Fatalf("%s/%s: %v", target, name, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // TestFuzzSeeds checks that the committed valid seeds still verify (so the
 // fuzzers start from inputs that reach the deepest code), and rewrites them
 // with -update-seeds.
@@ -211,6 +231,19 @@ func TestFuzzSeeds(t *testing.T) {
 		t.Fatalf("fixture Alipay notification: %v", err)
 	}
 	if !*updateSeeds {
+		// The committed seeds themselves must still be accepted.
+		seed := readSeed(t, "FuzzWeChatVerify", "valid")
+		sh := http.Header{}
+		sh.Set(wechatpay.HeaderTimestamp, seed[0])
+		sh.Set(wechatpay.HeaderNonce, seed[1])
+		sh.Set(wechatpay.HeaderSignature, seed[2])
+		sh.Set(wechatpay.HeaderSerial, seed[3])
+		if _, err := wx.Verifier.Verify(context.Background(), sh, []byte(seed[4])); err != nil {
+			t.Fatalf("committed WeChat seed: %v", err)
+		}
+		if _, err := ap.Verifier.Verify(context.Background(), nil, []byte(readSeed(t, "FuzzAlipayVerify", "valid")[0])); err != nil {
+			t.Fatalf("committed Alipay seed: %v", err)
+		}
 		return
 	}
 	g := func(k string) string { return h.Get(k) }
