@@ -155,6 +155,12 @@ type Config struct {
 	PublicKeyPEM   []byte
 	HTTPTimeout    time.Duration
 	Now            func() time.Time
+	// Stripe: the secret API key, the webhook endpoint's signing secrets
+	// (whsec_…; several while one is being rolled, any may match) and how
+	// old a signed webhook may be (default 5 minutes).
+	APIKey           string
+	WebhookSecrets   []string
+	WebhookTolerance time.Duration
 }
 
 // New builds a configured channel. Channel kinds are registered by the

@@ -135,7 +135,7 @@ func TestChannelRefundUnknownOutcome(t *testing.T) {
 
 			// Executed, then no answer until the client's timeout.
 			short := cfg
-			short.HTTPTimeout = 300 * time.Millisecond
+			short.HTTPTimeout = 2 * time.Second // long enough for the call to arrive on a loaded machine
 			sc := newChannel(t, short).Client
 			sim.RefundBehaviour(no+"-slow", paysim.ExecuteThenTimeout)
 			_, err = sc.Refund(ctx, req(no+"-slow"))

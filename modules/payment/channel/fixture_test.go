@@ -2,10 +2,13 @@ package channel_test
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"flag"
@@ -129,6 +132,37 @@ func (fx *fixture) channels(tb testing.TB) (wx, ap *channel.Channel) {
 	return wx, ap
 }
 
+const fixtureWebhookSecret = "whsec_fixture0123456789abcdefghijkl"
+
+// stripeChannel is a Stripe channel on the fixture secret whose tolerance
+// spans the frozen seeds' age.
+func (fx *fixture) stripeChannel(tb testing.TB) *channel.Channel {
+	tb.Helper()
+	st, err := channel.New(context.Background(), channel.Config{Kind: channel.KindStripe, BaseURL: "http://127.0.0.1:1",
+		MerchantID: "acct_fixture", APIKey: "sk_test_fixture", WebhookSecrets: []string{"whsec_old", fixtureWebhookSecret},
+		WebhookTolerance: 100 * 365 * 24 * time.Hour, HTTPTimeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
+}
+
+// stripeEvent is a valid payment_intent.succeeded webhook at fixtureNow.
+func stripeEvent() (string, []byte) {
+	body := []byte(`{"id":"evt_fixture","object":"event","api_version":"2025-08-27.basil","created":1784023205,"type":"payment_intent.succeeded",` +
+		`"data":{"object":{"id":"pi_fixture","object":"payment_intent","amount":128800,"amount_received":128800,"currency":"usd",` +
+		`"created":1784023200,"status":"succeeded","metadata":{"out_trade_no":"T20260714001"}}}}`)
+	return stripeSig(body), body
+}
+
+func stripeSig(body []byte) string {
+	ts := strconv.FormatInt(fixtureNow.Unix(), 10)
+	m := hmac.New(sha256.New, []byte(fixtureWebhookSecret))
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
 // wechatNotification is a valid TRANSACTION.SUCCESS callback at fixtureNow.
 func (fx *fixture) wechatNotification(tb testing.TB) (http.Header, []byte) {
 	tb.Helper()
@@ -244,12 +278,22 @@ func TestFuzzSeeds(t *testing.T) {
 		if _, err := ap.Verifier.Verify(context.Background(), nil, []byte(readSeed(t, "FuzzAlipayVerify", "valid")[0])); err != nil {
 			t.Fatalf("committed Alipay seed: %v", err)
 		}
+		ss := readSeed(t, "FuzzStripeVerify", "valid")
+		if _, err := fx.stripeChannel(t).Verifier.Verify(context.Background(), http.Header{"Stripe-Signature": {ss[0]}}, []byte(ss[1])); err != nil {
+			t.Fatalf("committed Stripe seed: %v", err)
+		}
 		return
 	}
 	g := func(k string) string { return h.Get(k) }
 	seedFile(t, "FuzzWeChatVerify", "valid", g(wechatpay.HeaderTimestamp), g(wechatpay.HeaderNonce), g(wechatpay.HeaderSignature), g(wechatpay.HeaderSerial), body)
 	seedFile(t, "FuzzWeChatVerify", "unknown-serial", g(wechatpay.HeaderTimestamp), g(wechatpay.HeaderNonce), g(wechatpay.HeaderSignature), "ABCDEF", body)
 	seedFile(t, "FuzzWeChatVerify", "skew", "1", g(wechatpay.HeaderNonce), g(wechatpay.HeaderSignature), g(wechatpay.HeaderSerial), body)
+	sig, sbody := stripeEvent()
+	if _, err := fx.stripeChannel(t).Verifier.Verify(context.Background(), http.Header{"Stripe-Signature": {sig}}, sbody); err != nil {
+		t.Fatalf("fixture Stripe event: %v", err)
+	}
+	seedFile(t, "FuzzStripeVerify", "valid", sig, sbody)
+	seedFile(t, "FuzzStripeVerify", "two-signatures", sig+",v1=00ff", sbody)
 	seedFile(t, "FuzzAlipayVerify", "valid", abody)
 	seedFile(t, "FuzzAlipayVerify", "repeated", append(append([]byte{}, abody...), "&total_amount=1.00"...))
 	seedFile(t, "FuzzAlipayVerify", "no-sign", []byte("out_trade_no=T1&trade_no=2&sign_type=RSA2"))

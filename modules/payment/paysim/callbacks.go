@@ -53,8 +53,11 @@ func (s *Sim) SetNotifyURL(kind channel.Kind, url string) {
 }
 
 func (s *Sim) schedule(kind channel.Kind) []time.Duration {
-	if kind == channel.KindWeChat {
+	switch kind {
+	case channel.KindWeChat:
 		return wechatpay.RetrySchedule
+	case channel.KindStripe:
+		return StripeRetrySchedule
 	}
 	return alipay.RetrySchedule
 }
@@ -87,11 +90,17 @@ func (s *Sim) start(cb *callback) {
 	go s.deliver(cb, dup, wait, release)
 }
 
+// heldFloor is the least time a reordered callback waits for the next one.
+const heldFloor = 10 * time.Second
+
 func (s *Sim) deliver(cb *callback, dup int, wait chan struct{}, release []chan struct{}) {
 	defer s.wg.Done()
 	sched := s.schedule(cb.kind)
 	if wait != nil {
-		t := time.NewTimer(s.scaled(sched[0]))
+		// Released when the next callback has been sent; if none follows,
+		// it goes at its first retry, but never sooner than heldFloor, so a
+		// compressed schedule on a busy machine still reorders.
+		t := time.NewTimer(max(s.scaled(sched[0]), heldFloor))
 		select {
 		case <-wait:
 		case <-t.C:
@@ -187,6 +196,8 @@ func (s *Sim) sendOne(cb *callback) bool {
 		ok = resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent
 	case channel.KindAlipay:
 		ok = resp.StatusCode == http.StatusOK && strings.TrimSpace(string(reply)) == alipay.ReplySuccess
+	case channel.KindStripe:
+		ok = resp.StatusCode >= 200 && resp.StatusCode < 300
 	}
 	s.mu.Lock()
 	if cb.outRefundNo != "" {
@@ -205,8 +216,11 @@ func (s *Sim) sendOne(cb *callback) bool {
 }
 
 func (s *Sim) build(cb *callback) (http.Header, []byte, error) {
-	if cb.kind == channel.KindWeChat {
+	switch cb.kind {
+	case channel.KindWeChat:
 		return s.wx.callback(cb)
+	case channel.KindStripe:
+		return s.st.callback(cb)
 	}
 	return s.ap.callback(cb)
 }

@@ -101,13 +101,15 @@ type Sim struct {
 
 	wx *wxServer
 	ap *apServer
+	st *stServer
 
 	mu          sync.Mutex
 	notify      map[channel.Kind]string
 	trades      map[key]*trade
 	refunds     map[key]*refund
 	behaviour   map[string]Behaviour
-	used        map[string]bool // behaviour already applied once
+	refundTrade map[string]string // out_refund_no → out_trade_no of every refund call
+	used        map[string]bool   // behaviour already applied once
 	injections  map[channel.Kind][]Injection
 	dupNext     int
 	reorderNext bool
@@ -149,7 +151,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	s := &Sim{opts: opts, now: now, ctx: cctx, cancel: cancel,
 		http: &http.Client{Timeout: opts.CallbackTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		notify: map[channel.Kind]string{}, trades: map[key]*trade{}, refunds: map[key]*refund{}, behaviour: map[string]Behaviour{},
+		notify: map[channel.Kind]string{}, trades: map[key]*trade{}, refunds: map[key]*refund{}, behaviour: map[string]Behaviour{}, refundTrade: map[string]string{},
 		used: map[string]bool{}, injections: map[channel.Kind][]Injection{},
 		c: counters{sent: map[string]int{}, acked: map[string]int{}, lost: map[string]int{},
 			refundSent: map[string]int{}, refundAcked: map[string]int{}, queries: map[string]int{},
@@ -162,7 +164,8 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		return nil, err
 	}
 	s.ap = newAPServer(s, keys[2], keys[3])
-	for _, srv := range []*server{&s.wx.server, &s.ap.server} {
+	s.st = newSTServer(s)
+	for _, srv := range []*server{&s.wx.server, &s.ap.server, &s.st.server} {
 		if err := s.listen(srv); err != nil {
 			s.Close()
 			return nil, err
@@ -194,7 +197,7 @@ func (s *Sim) listen(srv *server) error {
 }
 
 func (s *Sim) shutdown() {
-	for _, srv := range []*server{&s.wx.server, &s.ap.server} {
+	for _, srv := range []*server{&s.wx.server, &s.ap.server, &s.st.server} {
 		if srv.srv != nil {
 			_ = srv.srv.Close()
 		}
@@ -216,6 +219,8 @@ func (s *Sim) URL(kind channel.Kind) string {
 		return s.wx.base
 	case channel.KindAlipay:
 		return s.ap.base
+	case channel.KindStripe:
+		return s.st.base
 	}
 	return ""
 }
@@ -224,8 +229,11 @@ func (s *Sim) merchant(kind channel.Kind) Merchant {
 	if m, ok := s.opts.Merchants[kind]; ok {
 		return m
 	}
-	if kind == channel.KindWeChat {
+	switch kind {
+	case channel.KindWeChat:
 		return Merchant{MerchantID: "1900000109", AppID: "wxd678efh567hg6787"}
+	case channel.KindStripe:
+		return Merchant{MerchantID: s.st.account}
 	}
 	return Merchant{MerchantID: "2088102146225135", AppID: "2021000116697718"}
 }
@@ -247,6 +255,11 @@ func (s *Sim) Config(kind channel.Kind) channel.Config {
 		s.mu.Lock()
 		cfg.PublicKeyPEM = publicPEM(&s.ap.platformKey.PublicKey)
 		s.mu.Unlock()
+	case channel.KindStripe:
+		cfg.APIKey = s.st.apiKey
+		s.mu.Lock()
+		cfg.WebhookSecrets = append([]string(nil), s.st.secrets...)
+		s.mu.Unlock()
 	}
 	return cfg
 }
@@ -254,8 +267,11 @@ func (s *Sim) Config(kind channel.Kind) channel.Config {
 // RotateKey gives the channel a new platform key. WeChat: a new certificate
 // with a new serial signs from now on; /v3/certificates lists old and new.
 // Alipay: a new gateway key signs from now on; Config carries its public
-// key (the gateway has no serials: Keel must be reconfigured). It returns
-// the new WeChat serial ("" for Alipay).
+// key (the gateway has no serials: Keel must be reconfigured). Stripe: a
+// new webhook secret; webhooks carry signatures under the old and the new
+// one while the roll lasts, and Config lists both. It returns the new
+// WeChat serial ("" for the others). RotateKey generates an RSA key, which
+// takes a moment.
 func (s *Sim) RotateKey(kind channel.Kind) (string, error) {
 	k, err := NewKey()
 	if err != nil {
@@ -274,6 +290,11 @@ func (s *Sim) RotateKey(kind channel.Kind) (string, error) {
 	case channel.KindAlipay:
 		s.mu.Lock()
 		s.ap.platformKey = k
+		s.mu.Unlock()
+		return "", nil
+	case channel.KindStripe:
+		s.mu.Lock()
+		s.st.secrets = append(s.st.secrets, "whsec_"+randomString(32))
 		s.mu.Unlock()
 		return "", nil
 	}
@@ -302,7 +323,8 @@ func (s *Sim) Duplicate(n int) {
 }
 
 // Reorder holds the next callback back until the one after it has been
-// sent (or, if none follows, until its first retry would be due).
+// sent (or, if none follows, until its first retry would be due, and at
+// least ten seconds).
 func (s *Sim) Reorder() {
 	s.mu.Lock()
 	s.reorderNext = true

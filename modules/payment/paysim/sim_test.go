@@ -32,7 +32,7 @@ func startReceiver(t *testing.T) (*receiver, *paysim.Sim) {
 	rc := &receiver{verified: map[string]int{}}
 	var verifiers sync.Map
 	mux := http.NewServeMux()
-	for _, kind := range []channel.Kind{channel.KindWeChat, channel.KindAlipay} {
+	for _, kind := range []channel.Kind{channel.KindWeChat, channel.KindAlipay, channel.KindStripe} {
 		mux.HandleFunc("POST /notify/"+string(kind), func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			vv, _ := verifiers.Load(kind)
@@ -59,12 +59,13 @@ func startReceiver(t *testing.T) (*receiver, *paysim.Sim) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	sim, err := paysim.Start(context.Background(), paysim.Options{TimeScale: 1000, NotifyURL: map[channel.Kind]string{
-		channel.KindWeChat: srv.URL + "/notify/wechat", channel.KindAlipay: srv.URL + "/notify/alipay"}})
+		channel.KindWeChat: srv.URL + "/notify/wechat", channel.KindAlipay: srv.URL + "/notify/alipay",
+		channel.KindStripe: srv.URL + "/notify/stripe"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	for _, kind := range []channel.Kind{channel.KindWeChat, channel.KindAlipay} {
+	for _, kind := range []channel.Kind{channel.KindWeChat, channel.KindAlipay, channel.KindStripe} {
 		ch, err := channel.New(context.Background(), sim.Config(kind))
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +85,7 @@ func (rc *receiver) seen(no string) int {
 // Keel acknowledges, then stop.
 func TestSimCallbackRetries(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []channel.Kind{channel.KindWeChat, channel.KindAlipay} {
+	for _, kind := range []channel.Kind{channel.KindWeChat, channel.KindAlipay, channel.KindStripe} {
 		t.Run(string(kind), func(t *testing.T) {
 			rc, sim := startReceiver(t)
 			rc.failFirst.Store(3)
