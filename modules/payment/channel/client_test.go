@@ -164,8 +164,30 @@ func TestChannelRefundUnknownOutcome(t *testing.T) {
 			_, err = c.QueryRefund(ctx, no, no+"-down")
 			wantErr(t, "refund query while unavailable", err, channel.ErrUnknownOutcome)
 
-			if tv, _ := sim.Trade(kind, no); tv.RefundedMinor != 3000 {
-				t.Fatalf("channel refunded %d, want 3000 (cut, slow, fail-then-retry)", tv.RefundedMinor)
+			// Processing until the channel settles it (Alipay refunds at once).
+			sim.RefundBehaviour(no+"-proc", paysim.Processing)
+			pn, err := c.Refund(ctx, req(no+"-proc"))
+			want := channel.StateRefunding
+			if kind == channel.KindAlipay {
+				want = channel.StateRefunded
+			}
+			if err != nil || pn.State != want {
+				t.Fatalf("processing refund: %+v, %v, want %s", pn, err, want)
+			}
+			if kind != channel.KindAlipay {
+				if q, err := c.QueryRefund(ctx, no, no+"-proc"); err != nil || q.State != channel.StateRefunding {
+					t.Fatalf("query of the processing refund: %+v, %v", q, err)
+				}
+				if err := sim.SettleRefund(kind, no+"-proc"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if q, err := c.QueryRefund(ctx, no, no+"-proc"); err != nil || q.State != channel.StateRefunded {
+				t.Fatalf("query of the settled refund: %+v, %v", q, err)
+			}
+
+			if tv, _ := sim.Trade(kind, no); tv.RefundedMinor != 4000 {
+				t.Fatalf("channel refunded %d, want 4000 (cut, slow, fail-then-retry, processing)", tv.RefundedMinor)
 			}
 			for _, n := range []string{"-cut", "-slow", "-no"} {
 				if got := sim.RefundCalls(no + n); got != 1 {

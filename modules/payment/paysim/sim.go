@@ -82,6 +82,10 @@ const (
 	// Abnormal (WeChat) accepts the refund, which then ends ABNORMAL: the
 	// money did not move.
 	Abnormal
+	// Processing (WeChat, Stripe) accepts the refund and leaves it
+	// PROCESSING / pending until SettleRefund. Alipay refunds synchronously,
+	// so there it behaves as Normal.
+	Processing
 )
 
 type key struct {

@@ -185,9 +185,13 @@ func (s *Sim) doRefund(kind channel.Kind, outTradeNo, outRefundNo string, amount
 	case channel.KindStripe:
 		r.refundID = "re_" + randomString(24)
 	}
-	if b == Abnormal {
+	switch {
+	case b == Abnormal:
 		r.state, r.at = channel.StateRefundFail, time.Time{}
-	} else {
+	case b == Processing && kind != channel.KindAlipay:
+		r.state, r.at = channel.StateRefunding, time.Time{}
+		t.refunded += amount // reserved: it can only settle
+	default:
 		t.refunded += amount
 	}
 	s.refunds[key{kind, outRefundNo}] = r
@@ -258,4 +262,28 @@ func (s *Sim) reject() {
 	s.mu.Lock()
 	s.c.rejected++
 	s.mu.Unlock()
+}
+
+// SettleRefund completes a refund left processing by the Processing
+// behaviour: it becomes SUCCESS (and is notified with RefundCallbacks).
+func (s *Sim) SettleRefund(kind channel.Kind, outRefundNo string) error {
+	s.mu.Lock()
+	r, ok := s.refunds[key{kind, outRefundNo}]
+	if !ok || r.state != channel.StateRefunding {
+		s.mu.Unlock()
+		return fmt.Errorf("paysim: %s has no processing refund %q", kind, outRefundNo)
+	}
+	r.state, r.at = channel.StateRefunded, s.now()
+	notify := s.opts.RefundCallbacks
+	if notify {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if notify {
+		go func() {
+			defer s.wg.Done()
+			s.notifyRefund(kind, outRefundNo)
+		}()
+	}
+	return nil
 }
