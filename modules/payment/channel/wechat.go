@@ -464,8 +464,9 @@ func (w *weChat) call(ctx context.Context, op, method, path string, query url.Va
 	var e wechatpay.Error
 	_ = json.Unmarshal(raw, &e)
 	detail := strings.TrimSpace(e.Code + " " + e.Message)
-	if status < 500 && !signed {
-		// A refusal nobody signed may come from anything in between.
+	if !signed {
+		// An error nobody signed may come from anything in between (a proxy,
+		// a load balancer): it proves nothing about the channel's state.
 		return fmt.Errorf("%s: %w: unsigned HTTP %d %s", op, ErrUnknownOutcome, status, detail)
 	}
 	switch e.Code {

@@ -376,6 +376,8 @@ func (s *Sim) RefundCallbacksSent(outRefundNo string) int {
 func (s *Sim) RefundAcks(outRefundNo string) int { return count(s.c.refundAcked, &s.mu, outRefundNo) }
 
 // Queries is how many payment queries for the trade the channel answered.
+// Stripe's client finds the PaymentIntent by a search before every call,
+// so for Stripe every call about the trade counts.
 func (s *Sim) Queries(outTradeNo string) int { return count(s.c.queries, &s.mu, outTradeNo) }
 
 // RefundQueries is how many refund queries for the refund number arrived.
