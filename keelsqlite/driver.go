@@ -142,7 +142,9 @@ func openPool(path string, c Config, write bool) (*sql.DB, error) {
 	} else {
 		q.Add("_pragma", "query_only(1)")
 	}
-	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+q.Encode())
+	// cachingDriverName: modernc's "sqlite" driver with each connection's
+	// statements kept compiled (stmtcache.go).
+	db, err := sql.Open(cachingDriverName, "file:"+escapePath(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("keelsqlite: opening %s: %w", path, err)
 	}
