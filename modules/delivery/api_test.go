@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelmigrate"
@@ -32,7 +34,7 @@ func TestAPIRoles(t *testing.T) {
 	d, _ := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
 		return append(migration.Lines(dialect), Lines(dialect)...)
 	}})
-	e := &env{t: t, d: d, db: keelsql.Pgx(d.Pool())}
+	e := &env[pgx.Tx]{t: t, d: d, pg: d, db: keelsql.Pgx(d.Pool())}
 	i := e.start(testSettings("cmpp_addr", "off"))
 	ent := e.enterprise(i, "Acme")
 	a := e.app(i, ent, "api", "c100", ProtoCMPP30, "")

@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/keelwork/keel/internal/browsertest"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelmigrate"
@@ -22,20 +24,20 @@ import (
 
 // newServedEnv is a PostgreSQL schema with the server's lines (tokens,
 // sessions) and the delivery line migrated.
-func newServedEnv(t *testing.T) *env {
+func newServedEnv(t *testing.T) *env[pgx.Tx] {
 	t.Helper()
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
 		return append(migration.Lines(dialect), Lines(dialect)...)
 	}})
-	return &env{t: t, d: d, schema: schema, db: keelsql.Pgx(d.Pool())}
+	return &env[pgx.Tx]{t: t, d: d, pg: d, schema: schema, db: keelsql.Pgx(d.Pool())}
 }
 
 // serve starts Keel's real server (API, console, login) hosting the
 // instance's module, and returns its base URL with a token of the given
 // name and role for logging in.
-func (e *env) serve(i *inst, tokenName string, role auth.Role) (base, token string) {
+func (e *env[TTx]) serve(i *inst[TTx], tokenName string, role auth.Role) (base, token string) {
 	e.t.Helper()
-	db := stdlib.OpenDBFromPool(e.d.Pool())
+	db := stdlib.OpenDBFromPool(e.pg.Pool())
 	e.t.Cleanup(func() { _ = db.Close() })
 	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.db, i.c))
 	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: i.c, Auth: store,

@@ -367,7 +367,7 @@ func location(t *testing.T, br *browsertest.Browser) string {
 
 // previewOracle counts the records of app in status as the store holds
 // them, independently of the preview.
-func previewOracle(t *testing.T, i *inst, app int64, st Status) int {
+func previewOracle[TTx any](t *testing.T, i *inst[TTx], app int64, st Status) int {
 	t.Helper()
 	recs, err := i.m.st.listRecords(context.Background(), &Filter{}, 1000, 0)
 	if err != nil {
@@ -382,7 +382,7 @@ func previewOracle(t *testing.T, i *inst, app int64, st Status) int {
 	return n
 }
 
-func engineTask(t *testing.T, i *inst, id int64) *keeltype.BatchRow {
+func engineTask[TTx any](t *testing.T, i *inst[TTx], id int64) *keeltype.BatchRow {
 	t.Helper()
 	b, err := i.c.BatchGet(context.Background(), id)
 	if err != nil {
@@ -394,7 +394,7 @@ func engineTask(t *testing.T, i *inst, id int64) *keeltype.BatchRow {
 // checkTaskAudit checks the task's audit entries: each action once, by
 // the operator, with its reason; the terminate names how many items it
 // made unprocessed.
-func checkTaskAudit(t *testing.T, i *inst, id int64, operator string, reasons map[string]string, unprocessed int64) {
+func checkTaskAudit[TTx any](t *testing.T, i *inst[TTx], id int64, operator string, reasons map[string]string, unprocessed int64) {
 	t.Helper()
 	l, err := i.c.AuditList(context.Background(), &keel.AuditListParams{Target: fmt.Sprintf("batch:%d", id), Limit: 50})
 	if err != nil {

@@ -149,7 +149,7 @@ func TestCMPPPush(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 // jobsFinal reports whether no delivery job is live.
-func jobsFinal(t *testing.T, i *inst) bool {
+func jobsFinal[TTx any](t *testing.T, i *inst[TTx]) bool {
 	t.Helper()
 	st, err := i.c.QueueStats(context.Background())
 	if err != nil {

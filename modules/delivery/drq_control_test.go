@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
@@ -42,7 +45,10 @@ func (p *phonePolicy) policy(d *delivered) ackAction {
 // pause_whole_task the task itself pauses, naming the application.
 func TestDRQ007(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ007[pgx.Tx], testDRQ007[*sql.Tx])
+}
+
+func testDRQ007[TTx any](t *testing.T, e *env[TTx]) {
 	hc := newHTTPCustomer(t, "secret-h7", func([]PushItem) (int, any) { return 503, map[string]string{"error": "down"} })
 	i := e.start(testSettings("ack_timeout", "1s", "ack_inline", "300ms"))
 	ent := e.enterprise(i, "Acme")
@@ -148,7 +154,7 @@ func TestDRQ007(t *testing.T) {
 }
 
 // itemsDone reports whether every item of app in the task is final.
-func itemsDone(t *testing.T, i *inst, task int64, app *Application) bool {
+func itemsDone[TTx any](t *testing.T, i *inst[TTx], task int64, app *Application) bool {
 	t.Helper()
 	for _, it := range allItems(t, i, task) {
 		if it.FlowKey == keel.BatchKeyPrefix(task)+app.FlowKey() && outcomeOf(it).Live() {
@@ -165,7 +171,10 @@ func itemsDone(t *testing.T, i *inst, task int64, app *Application) bool {
 // unprocessed; the counters always sum to the total.
 func TestDRQ010(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ010[pgx.Tx], testDRQ010[*sql.Tx])
+}
+
+func testDRQ010[TTx any](t *testing.T, e *env[TTx]) {
 	i := e.start(testSettings("ack_timeout", "5s", "ack_inline", "200ms"))
 	ent := e.enterprise(i, "Acme")
 	app := e.app(i, ent, "slow", "c010", ProtoCMPP30, "")
@@ -307,7 +316,7 @@ func parseU64(s string) (uint64, error) {
 }
 
 // assertSum checks the counters sum to the total (including unprocessed).
-func assertSum(t *testing.T, i *inst, id, want int64) *keeltype.BatchRow {
+func assertSum[TTx any](t *testing.T, i *inst[TTx], id, want int64) *keeltype.BatchRow {
 	t.Helper()
 	b, err := i.c.BatchGet(context.Background(), id)
 	if err != nil {
@@ -328,7 +337,10 @@ func assertSum(t *testing.T, i *inst, id, want int64) *keeltype.BatchRow {
 // filter on tasks and the outcome, message id and reason filters on items.
 func TestDRQ011(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ011[pgx.Tx], testDRQ011[*sql.Tx])
+}
+
+func testDRQ011[TTx any](t *testing.T, e *env[TTx]) {
 	hc := newHTTPCustomer(t, "secret-h11", func(items []PushItem) (int, any) {
 		zero, nine := int64(0), int64(9)
 		acks := make([]PushItemAck, len(items))
@@ -452,7 +464,10 @@ func TestDRQ011(t *testing.T) {
 // failures and threshold for auto-pause; and single/page requeues too.
 func TestDRQ012(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ012[pgx.Tx], testDRQ012[*sql.Tx])
+}
+
+func testDRQ012[TTx any](t *testing.T, e *env[TTx]) {
 	hc := newHTTPCustomer(t, "secret-h12", func([]PushItem) (int, any) { return 500, "no" })
 	i := e.start(testSettings("cmpp_addr", "off"))
 	ent := e.enterprise(i, "Acme")

@@ -33,7 +33,7 @@ type child struct {
 
 // startChild re-executes the test binary as a Keel instance on the
 // environment's schema and waits for it to serve.
-func startChild(t *testing.T, e *env, name string, settings ...string) *child {
+func startChild[TTx any](t *testing.T, e *env[TTx], name string, settings ...string) *child {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)

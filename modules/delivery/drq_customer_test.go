@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
@@ -66,7 +69,7 @@ func msgIDOf(r *Record) uint64 {
 }
 
 // taskKey reads the engine's state of an application's key in a task.
-func taskKey(t *testing.T, i *inst, task int64, a *Application) *keeltype.FlowKeyRow {
+func taskKey[TTx any](t *testing.T, i *inst[TTx], task int64, a *Application) *keeltype.FlowKeyRow {
 	t.Helper()
 	k, err := i.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task)+a.FlowKey())
 	if err != nil {
@@ -75,14 +78,14 @@ func taskKey(t *testing.T, i *inst, task int64, a *Application) *keeltype.FlowKe
 	return k
 }
 
-func keyPaused(t *testing.T, i *inst, task int64, a *Application) bool {
+func keyPaused[TTx any](t *testing.T, i *inst[TTx], task int64, a *Application) bool {
 	k := taskKey(t, i, task, a)
 	return k != nil && k.PausedAt != nil
 }
 
 // noLiveExcept waits until the task's items are only in the given live
 // buckets (final ones aside).
-func settledExcept(t *testing.T, i *inst, task int64, within time.Duration, allowed ...keeltype.BatchOutcome) map[keeltype.BatchOutcome]int64 {
+func settledExcept[TTx any](t *testing.T, i *inst[TTx], task int64, within time.Duration, allowed ...keeltype.BatchOutcome) map[keeltype.BatchOutcome]int64 {
 	t.Helper()
 	var c map[keeltype.BatchOutcome]int64
 	waitFor(t, within, fmt.Sprintf("task %d's items to settle", task), func() bool {
@@ -114,7 +117,10 @@ func settledExcept(t *testing.T, i *inst, task int64, within time.Duration, allo
 // each, and does not turn the written ones into new failures.
 func TestDRQ006WrittenNeverQueued(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ006WrittenNeverQueued[pgx.Tx], testDRQ006WrittenNeverQueued[*sql.Tx])
+}
+
+func testDRQ006WrittenNeverQueued[TTx any](t *testing.T, e *env[TTx]) {
 	i := e.start(testSettings("ack_timeout", "2s", "window", "8"))
 	ent := e.enterprise(i, "Acme")
 	const n, threshold = 30, 5
@@ -264,7 +270,10 @@ func TestDRQ006WrittenNeverQueued(t *testing.T) {
 // and consecutive_failures reads exactly the threshold, not more.
 func TestDRQ007NoDeliverAfterThreshold(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ007NoDeliverAfterThreshold[pgx.Tx], testDRQ007NoDeliverAfterThreshold[*sql.Tx])
+}
+
+func testDRQ007NoDeliverAfterThreshold[TTx any](t *testing.T, e *env[TTx]) {
 	i := e.start(testSettings("ack_timeout", "1500ms", "window", "4"))
 	ent := e.enterprise(i, "Acme")
 	const n, threshold = 40, 6
@@ -336,7 +345,10 @@ func TestDRQ007NoDeliverAfterThreshold(t *testing.T) {
 // once make one task; the customer receives each record once.
 func TestPreviewTokenOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testPreviewTokenOnce[pgx.Tx], testPreviewTokenOnce[*sql.Tx])
+}
+
+func testPreviewTokenOnce[TTx any](t *testing.T, e *env[TTx]) {
 	i := e.start(testSettings())
 	ent := e.enterprise(i, "Acme")
 	app := e.app(i, ent, "once", "o0901", ProtoCMPP30, "")

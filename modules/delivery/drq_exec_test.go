@@ -2,12 +2,15 @@ package delivery
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
@@ -35,8 +38,11 @@ func maxInWindow(ts []time.Time, w time.Duration) int {
 // the applications are served side by side, not one after another.
 func TestDRQ004(t *testing.T) {
 	t.Parallel()
+	eachDB(t, testDRQ004[pgx.Tx], testDRQ004[*sql.Tx])
+}
+
+func testDRQ004[TTx any](t *testing.T, e *env[TTx]) {
 	const rate, perApp = 5, 12
-	e := newEnv(t)
 	a := e.start(testSettings("instance", "a"))
 	b := e.start(testSettings("instance", "b"))
 	ent := e.enterprise(a, "Acme")
@@ -110,7 +116,10 @@ func TestDRQ004(t *testing.T) {
 // continue and succeed, each pushed once.
 func TestDRQ005(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ005[pgx.Tx], testDRQ005[*sql.Tx])
+}
+
+func testDRQ005[TTx any](t *testing.T, e *env[TTx]) {
 	i := e.start(testSettings())
 	ent := e.enterprise(i, "Acme")
 	app := e.app(i, ent, "offline", "o01", ProtoCMPP30, "")
@@ -160,7 +169,10 @@ func TestDRQ005(t *testing.T) {
 // Msg_Id fail, each with its class.
 func TestDRQ006(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ006[pgx.Tx], testDRQ006[*sql.Tx])
+}
+
+func testDRQ006[TTx any](t *testing.T, e *env[TTx]) {
 	i := e.start(testSettings("ack_timeout", "2s", "ack_inline", "300ms"))
 	ent := e.enterprise(i, "Acme")
 	app := e.app(i, ent, "acks", "k01", ProtoCMPP30, "")
@@ -232,7 +244,7 @@ func deliverResp(c *customerSim, msgID uint64, result uint32) gocmppPacker {
 	return newDeliverResp(c.ver, msgID, result)
 }
 
-func itemOutcome(t *testing.T, i *inst, task, record int64) keeltype.BatchOutcome {
+func itemOutcome[TTx any](t *testing.T, i *inst[TTx], task, record int64) keeltype.BatchOutcome {
 	t.Helper()
 	rows, err := i.c.BatchItems(context.Background(), &keel.BatchItemsParams{BatchID: task, Subject: subjectOf(record)})
 	if err != nil || len(rows) != 1 {
@@ -247,7 +259,10 @@ func itemOutcome(t *testing.T, i *inst, task, record int64) keeltype.BatchOutcom
 // succeeded, in the other it was skipped as handled by another task.
 func TestDRQ008(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ008[pgx.Tx], testDRQ008[*sql.Tx])
+}
+
+func testDRQ008[TTx any](t *testing.T, e *env[TTx]) {
 	io := e.insertOnly()
 	ent := e.enterprise(io, "Acme")
 	var apps []*Application

@@ -3,6 +3,7 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
@@ -21,18 +24,17 @@ import (
 
 // scopeFixture is two enterprises, three applications and records of
 // every kind and status over two Beijing days, for the filter tests.
-type scopeFixture struct {
-	e          *env
-	i          *inst
+type scopeFixture[TTx any] struct {
+	e          *env[TTx]
+	i          *inst[TTx]
 	e1, e2     int64
 	a1, a2, a3 *Application
 	recs       []*Record
 }
 
-func newScopeFixture(t *testing.T) *scopeFixture {
-	e := newEnv(t)
+func newScopeFixture[TTx any](t *testing.T, e *env[TTx]) *scopeFixture[TTx] {
 	i := e.insertOnly()
-	f := &scopeFixture{e: e, i: i}
+	f := &scopeFixture[TTx]{e: e, i: i}
 	f.e1 = e.enterprise(i, "华东物流")
 	f.e2 = e.enterprise(i, "北方零售")
 	f.a1 = e.app(i, f.e1, "物流通知", "910001", ProtoCMPP30, "")
@@ -71,7 +73,7 @@ func newScopeFixture(t *testing.T) *scopeFixture {
 
 func pad4(n int) string { return strings.Repeat("0", 4-len(itoa(int64(n)))) + itoa(int64(n)) }
 
-func (f *scopeFixture) reload(t *testing.T) {
+func (f *scopeFixture[TTx]) reload(t *testing.T) {
 	t.Helper()
 	for k, r := range f.recs {
 		f.recs[k] = f.e.record(f.i, r.ID)
@@ -79,7 +81,7 @@ func (f *scopeFixture) reload(t *testing.T) {
 }
 
 // match is the filter's meaning, written independently of the SQL.
-func (f *scopeFixture) match(r *Record, fl Filter) bool {
+func (f *scopeFixture[TTx]) match(r *Record, fl Filter) bool {
 	app := map[int64]*Application{f.a1.ID: f.a1, f.a2.ID: f.a2, f.a3.ID: f.a3}[r.AppID]
 	entName := map[int64]string{f.e1: "华东物流", f.e2: "北方零售"}[r.EnterpriseID]
 	day := r.CreatedAt.In(Beijing).Format(dateLayout)
@@ -104,7 +106,7 @@ func (f *scopeFixture) match(r *Record, fl Filter) bool {
 	return false
 }
 
-func (f *scopeFixture) expect(fl Filter) (hits []int64, eligible []int64) {
+func (f *scopeFixture[TTx]) expect(fl Filter) (hits []int64, eligible []int64) {
 	for _, r := range f.recs {
 		if f.match(r, fl) {
 			hits = append(hits, r.ID)
@@ -116,7 +118,7 @@ func (f *scopeFixture) expect(fl Filter) (hits []int64, eligible []int64) {
 	return hits, eligible
 }
 
-func itemRecordIDs(t *testing.T, i *inst, id int64) []int64 {
+func itemRecordIDs[TTx any](t *testing.T, i *inst[TTx], id int64) []int64 {
 	t.Helper()
 	var out []int64
 	for _, it := range allItems(t, i, id) {
@@ -138,7 +140,11 @@ func itemRecordIDs(t *testing.T, i *inst, id int64) []int64 {
 // never enters the task, whatever it matches.
 func TestDRQ001(t *testing.T) {
 	t.Parallel()
-	f := newScopeFixture(t)
+	eachDB(t, testDRQ001[pgx.Tx], testDRQ001[*sql.Tx])
+}
+
+func testDRQ001[TTx any](t *testing.T, e *env[TTx]) {
+	f := newScopeFixture(t, e)
 	i := f.i
 	cases := map[string]Filter{
 		"enterprise":     {EnterpriseID: f.e1},
@@ -270,7 +276,11 @@ func routePattern(path string) string {
 // filter on awaiting_ack is counted but refused (no token).
 func TestDRQ002(t *testing.T) {
 	t.Parallel()
-	f := newScopeFixture(t)
+	eachDB(t, testDRQ002[pgx.Tx], testDRQ002[*sql.Tx])
+}
+
+func testDRQ002[TTx any](t *testing.T, e *env[TTx]) {
+	f := newScopeFixture(t, e)
 	i := f.i
 	check := func(name string, fl Filter) *TaskPreview {
 		t.Helper()
@@ -350,7 +360,10 @@ func toJSON(v any) string {
 // task re-delivered after the snapshot.
 func TestDRQ003(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ003[pgx.Tx], testDRQ003[*sql.Tx])
+}
+
+func testDRQ003[TTx any](t *testing.T, e *env[TTx]) {
 	hc := newHTTPCustomer(t, "secret-h3", ackAll)
 	io := e.insertOnly()
 	ent := e.enterprise(io, "Acme")
@@ -434,7 +447,7 @@ func TestDRQ003(t *testing.T) {
 
 // confirm concludes a record as delivered by another attempt (a push
 // job, or a task when batchID is set), as if its ACK had come.
-func confirm(t *testing.T, e *env, i *inst, id int64, token string, batchID int64) {
+func confirm[TTx any](t *testing.T, e *env[TTx], i *inst[TTx], id int64, token string, batchID int64) {
 	t.Helper()
 	ctx := context.Background()
 	r := e.record(i, id)

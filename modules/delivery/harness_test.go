@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
@@ -39,25 +41,46 @@ func testLogger() *slog.Logger {
 }
 
 // env is a fresh PostgreSQL schema with the delivery line migrated.
-type env struct {
+type env[TTx any] struct {
 	t      *testing.T
-	d      *keelpgx.Driver
-	schema string
-	db     keelsql.DB[pgx.Tx]
+	d      keeldriver.Driver[TTx]
+	pg     *keelpgx.Driver // nil on SQLite
+	schema string          // PostgreSQL only
+	db     keelsql.DB[TTx]
 	ent    int64
 	seq    atomic.Int64
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env[pgx.Tx] {
 	t.Helper()
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: Lines})
-	return &env{t: t, d: d, schema: schema, db: keelsql.Pgx(d.Pool())}
+	return &env[pgx.Tx]{t: t, d: d, pg: d, schema: schema, db: keelsql.Pgx(d.Pool())}
+}
+
+// newSQLiteEnv is a fresh SQLite file with the delivery line migrated.
+func newSQLiteEnv(t *testing.T) *env[*sql.Tx] {
+	t.Helper()
+	d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: Lines})
+	return &env[*sql.Tx]{t: t, d: d, db: keelsql.SQLite(d.DB())}
+}
+
+// eachDB runs a test on PostgreSQL and on SQLite, in parallel subtests.
+func eachDB(t *testing.T, pg func(*testing.T, *env[pgx.Tx]), lite func(*testing.T, *env[*sql.Tx])) {
+	t.Helper()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		pg(t, newEnv(t))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		lite(t, newSQLiteEnv(t))
+	})
 }
 
 // inst is one Keel instance: an engine client with the delivery module.
-type inst struct {
-	m *Module[pgx.Tx]
-	c *keel.Client[pgx.Tx]
+type inst[TTx any] struct {
+	m *Module[TTx]
+	c *keel.Client[TTx]
 }
 
 // testSettings are the module settings of tests: a gateway on a free
@@ -83,18 +106,51 @@ func engineConfig() *keel.Config {
 	}
 }
 
-func (e *env) start(settings map[string]string) *inst { return e.startHost(settings, false) }
+// sqliteConfig slows the engine's own polling for SQLite: its one writer
+// is shared by every promote, rescue, flush and heartbeat, and the tests'
+// millisecond intervals (fine on PostgreSQL) keep it busy enough under
+// -race, where modernc's SQLite runs many times slower, that claims time
+// out waiting for it.
+func sqliteConfig(cfg *keel.Config) {
+	cfg.PromoteInterval = 250 * time.Millisecond
+	cfg.RescueInterval = 500 * time.Millisecond
+	cfg.FetchPollInterval = 250 * time.Millisecond
+	cfg.CompleterFlushInterval = 20 * time.Millisecond
+}
+
+// sqliteSettings is settings with the presence heartbeat slowed for the
+// same reason, unless the test set its own.
+func sqliteSettings(settings map[string]string) map[string]string {
+	out := make(map[string]string, len(settings))
+	for k, v := range settings {
+		out[k] = v
+	}
+	if out["delivery.heartbeat"] == "200ms" {
+		out["delivery.heartbeat"] = "500ms"
+	}
+	return out
+}
+
+func (e *env[TTx]) start(settings map[string]string) *inst[TTx] { return e.startHost(settings, false) }
 
 // startDemo starts an instance with Host.Demo set.
-func (e *env) startDemo(settings map[string]string) *inst { return e.startHost(settings, true) }
+func (e *env[TTx]) startDemo(settings map[string]string) *inst[TTx] {
+	return e.startHost(settings, true)
+}
 
-func (e *env) startHost(settings map[string]string, demo bool) *inst {
+func (e *env[TTx]) startHost(settings map[string]string, demo bool) *inst[TTx] {
 	e.t.Helper()
-	m, err := New(&module.Host[pgx.Tx]{DB: e.db, Logger: testLogger(), Settings: settings, Demo: demo})
+	if e.db.Dialect() == "sqlite" {
+		settings = sqliteSettings(settings)
+	}
+	m, err := New(&module.Host[TTx]{DB: e.db, Logger: testLogger(), Settings: settings, Demo: demo})
 	if err != nil {
 		e.t.Fatalf("new module: %v", err)
 	}
 	cfg := engineConfig()
+	if e.db.Dialect() == "sqlite" {
+		sqliteConfig(cfg)
+	}
 	if err := m.Configure(cfg); err != nil {
 		e.t.Fatalf("configure: %v", err)
 	}
@@ -115,20 +171,20 @@ func (e *env) startHost(settings map[string]string, demo bool) *inst {
 		_ = m.Stop(ctx)
 		_ = c.StopAndCancel(ctx)
 	})
-	return &inst{m: m, c: c}
+	return &inst[TTx]{m: m, c: c}
 }
 
 // insertOnly is a module on an insert-only client (no workers, no
 // gateway): previews, tasks and records without anyone executing them.
-func (e *env) insertOnly() *inst {
+func (e *env[TTx]) insertOnly() *inst[TTx] {
 	e.t.Helper()
 	return e.insertOnlyWith(nil)
 }
 
 // insertOnlyWith is insertOnly with the engine configuration adjusted.
-func (e *env) insertOnlyWith(adjust func(*keel.Config)) *inst {
+func (e *env[TTx]) insertOnlyWith(adjust func(*keel.Config)) *inst[TTx] {
 	e.t.Helper()
-	m, err := New(&module.Host[pgx.Tx]{DB: e.db, Logger: testLogger(), Settings: testSettings("cmpp_addr", "off")})
+	m, err := New(&module.Host[TTx]{DB: e.db, Logger: testLogger(), Settings: testSettings("cmpp_addr", "off")})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -147,10 +203,10 @@ func (e *env) insertOnlyWith(adjust func(*keel.Config)) *inst {
 	if err := m.refreshApps(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
-	return &inst{m: m, c: c}
+	return &inst[TTx]{m: m, c: c}
 }
 
-func (e *env) enterprise(i *inst, name string) int64 {
+func (e *env[TTx]) enterprise(i *inst[TTx], name string) int64 {
 	e.t.Helper()
 	id, err := i.m.CreateEnterprise(context.Background(), name)
 	if err != nil {
@@ -160,7 +216,7 @@ func (e *env) enterprise(i *inst, name string) int64 {
 }
 
 // app creates an application of ent; account must be unique.
-func (e *env) app(i *inst, ent int64, name, account string, proto Protocol, url string) *Application {
+func (e *env[TTx]) app(i *inst[TTx], ent int64, name, account string, proto Protocol, url string) *Application {
 	e.t.Helper()
 	a, err := i.m.CreateApplication(context.Background(), NewApplication{EnterpriseID: ent, Name: name,
 		Account: account, Secret: "secret-" + account, Protocol: proto, ReportEnabled: true, MOEnabled: true,
@@ -172,7 +228,7 @@ func (e *env) app(i *inst, ent int64, name, account string, proto Protocol, url 
 }
 
 // refresh makes every instance see the applications now.
-func refresh(t *testing.T, is ...*inst) {
+func refresh[TTx any](t *testing.T, is ...*inst[TTx]) {
 	t.Helper()
 	for _, i := range is {
 		if err := i.m.refreshApps(context.Background()); err != nil {
@@ -184,7 +240,7 @@ func refresh(t *testing.T, is ...*inst) {
 
 // seed inserts a status report record (with its Submit mapping) in a
 // given status and creation time, without a push job.
-func (e *env) seed(i *inst, a *Application, st Status, at time.Time, phone string) *Record {
+func (e *env[TTx]) seed(i *inst[TTx], a *Application, st Status, at time.Time, phone string) *Record {
 	e.t.Helper()
 	ctx := context.Background()
 	n := e.seq.Add(1)
@@ -207,7 +263,7 @@ func (e *env) seed(i *inst, a *Application, st Status, at time.Time, phone strin
 }
 
 // seedMO inserts an MO record.
-func (e *env) seedMO(i *inst, a *Application, st Status, at time.Time, phone string) *Record {
+func (e *env[TTx]) seedMO(i *inst[TTx], a *Application, st Status, at time.Time, phone string) *Record {
 	e.t.Helper()
 	n := e.seq.Add(1)
 	id, _, err := i.m.st.insertRecord(context.Background(), e.db, &NewRecord{Kind: KindMO, AppID: a.ID,
@@ -221,7 +277,7 @@ func (e *env) seedMO(i *inst, a *Application, st Status, at time.Time, phone str
 	return r
 }
 
-func (e *env) record(i *inst, id int64) *Record {
+func (e *env[TTx]) record(i *inst[TTx], id int64) *Record {
 	e.t.Helper()
 	r, err := i.m.st.record(context.Background(), id)
 	if err != nil {
@@ -238,7 +294,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 func alice() context.Context { return keel.WithActor(context.Background(), "user:alice") }
 
 // createTask previews f as alice and creates the task with req.
-func createTask(t *testing.T, i *inst, f Filter, req CreateTaskRequest) *keeltype.BatchRow {
+func createTask[TTx any](t *testing.T, i *inst[TTx], f Filter, req CreateTaskRequest) *keeltype.BatchRow {
 	t.Helper()
 	pv, err := i.m.PreviewTask(alice(), f)
 	if err != nil {
@@ -255,7 +311,7 @@ func createTask(t *testing.T, i *inst, f Filter, req CreateTaskRequest) *keeltyp
 	return b
 }
 
-func waitTask(t *testing.T, i *inst, id int64, within time.Duration, want ...keeltype.BatchState) *keeltype.BatchRow {
+func waitTask[TTx any](t *testing.T, i *inst[TTx], id int64, within time.Duration, want ...keeltype.BatchState) *keeltype.BatchRow {
 	t.Helper()
 	var b *keeltype.BatchRow
 	waitFor(t, within, fmt.Sprintf("task %d to be %v", id, want), func() bool {
@@ -268,7 +324,7 @@ func waitTask(t *testing.T, i *inst, id int64, within time.Duration, want ...kee
 	return b
 }
 
-func counts(t *testing.T, i *inst, id int64) map[keeltype.BatchOutcome]int64 {
+func counts[TTx any](t *testing.T, i *inst[TTx], id int64) map[keeltype.BatchOutcome]int64 {
 	t.Helper()
 	b, err := i.c.BatchGet(context.Background(), id)
 	if err != nil {
@@ -278,7 +334,7 @@ func counts(t *testing.T, i *inst, id int64) map[keeltype.BatchOutcome]int64 {
 }
 
 // allItems pages through every item of a task.
-func allItems(t *testing.T, i *inst, id int64) []*keeltype.JobRow {
+func allItems[TTx any](t *testing.T, i *inst[TTx], id int64) []*keeltype.JobRow {
 	t.Helper()
 	var out []*keeltype.JobRow
 	p := keel.BatchItemsParams{BatchID: id, Limit: 100}
@@ -296,7 +352,7 @@ func allItems(t *testing.T, i *inst, id int64) []*keeltype.JobRow {
 }
 
 // customer connects a CMPP customer (gocmpp) to an instance's gateway.
-func customer(t *testing.T, i *inst, a *Application, policy func(*delivered) ackAction, feed chan *delivered) *customerSim {
+func customer[TTx any](t *testing.T, i *inst[TTx], a *Application, policy func(*delivered) ackAction, feed chan *delivered) *customerSim {
 	t.Helper()
 	ver := gocmpp.V30
 	if a.Protocol == ProtoCMPP20 {
@@ -391,7 +447,7 @@ func outcomeOf(row *keeltype.JobRow) keeltype.BatchOutcome { return keel.BatchOu
 func urlq(s string) string { return url.QueryEscape(s) }
 
 // dumpTask logs a task's counters and live items (for failures).
-func dumpTask(t *testing.T, i *inst, id int64) {
+func dumpTask[TTx any](t *testing.T, i *inst[TTx], id int64) {
 	t.Helper()
 	b, _ := i.c.BatchGet(context.Background(), id)
 	t.Logf("task %d %s counts %v", id, b.State, b.Counts)
@@ -406,6 +462,6 @@ type pgxTx = pgx.Tx
 
 type keeldriverJobList = keel.JobListParams
 
-func keelNewClient(e *env, cfg *keel.Config) (*keel.Client[pgx.Tx], error) {
+func keelNewClient[TTx any](e *env[TTx], cfg *keel.Config) (*keel.Client[TTx], error) {
 	return keel.NewClient(e.d, cfg)
 }
