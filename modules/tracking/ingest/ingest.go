@@ -61,6 +61,17 @@ type RealtimeArgs struct {
 // Kind implements keel.JobArgs.
 func (RealtimeArgs) Kind() string { return "tracking.realtime" }
 
+// VerifyArgs is a full query of a waybill asked by reconciliation, to
+// compare its final milestone with the carrier's own answer; it spends the
+// backfill share, so verifying history never takes realtime's.
+type VerifyArgs struct {
+	Carrier string `json:"carrier"`
+	Waybill string `json:"waybill"`
+}
+
+// Kind implements keel.JobArgs.
+func (VerifyArgs) Kind() string { return "tracking.verify" }
+
 // Queue is the engine queue of the module's carrier queries.
 const Queue = "tracking"
 
@@ -480,6 +491,44 @@ func BackfillJob(c *domain.Carrier, waybill string, seq int64) keel.InsertParams
 func RealtimeJob(c *domain.Carrier, waybill, idem string) keel.InsertParams {
 	return keel.InsertParams{Args: RealtimeArgs{Carrier: c.Code, Waybill: waybill},
 		Opts: &keel.InsertOpts{Queue: Queue, FlowKey: c.RealtimeKey(), MaxAttempts: 10, Priority: 1, IdempotencyKey: idem}}
+}
+
+// VerifyJob is reconciliation's query of a waybill on the backfill share,
+// idempotent under idem (the heal's action id).
+func VerifyJob(c *domain.Carrier, waybill, idem string) keel.InsertParams {
+	return keel.InsertParams{Args: VerifyArgs{Carrier: c.Code, Waybill: waybill},
+		Opts: &keel.InsertOpts{Queue: Queue, FlowKey: c.BackfillKey(), MaxAttempts: 10, IdempotencyKey: idem}}
+}
+
+// Answer is what a carrier's full answer for a waybill reports as latest:
+// its events folded under the active mapping (the zero State when none is
+// mapped), with the same idempotency keys ingestion gives them.
+func (s *Service[TTx]) Answer(ctx context.Context, carrier string, evs []domain.RawEvent) (domain.State, error) {
+	c, ok := s.Carriers[carrier]
+	if !ok {
+		return domain.State{}, fmt.Errorf("%w %q", ErrUnknownCarrier, carrier)
+	}
+	m, err := s.Store.ActiveMapping(ctx, nil, carrier)
+	if err != nil {
+		return domain.State{}, err
+	}
+	var st domain.State
+	for _, ev := range evs {
+		r, err := rawRow(c, ViaPull, ev)
+		if err != nil {
+			return domain.State{}, err
+		}
+		ms, ok := m.Normalize(r.Code)
+		if !ok {
+			continue
+		}
+		e := domain.Event{Key: r.Key, Seq: r.Seq, Milestone: ms, TimeTrusted: r.TimeTrusted}
+		if r.OccurredAt != nil {
+			e.OccurredAt = *r.OccurredAt
+		}
+		st = domain.Advance(st, e, c.Sequenced).Next
+	}
+	return st, nil
 }
 
 func changePayload(carrier string, a store.Apply, steps []*item) json.RawMessage {

@@ -226,10 +226,11 @@ func (s *Store[TTx]) GetWaybill(ctx context.Context, q keelsql.Querier, carrier,
 	return w, nil
 }
 
-// Verified records that the carrier's own answer was just read for a
-// waybill.
-func (s *Store[TTx]) Verified(ctx context.Context, carrier, waybill string, now time.Time) error {
-	if _, err := s.DB.Exec(ctx, s.sql("WaybillVerified"), carrier, waybill, now); err != nil {
+// Verified records the carrier's answer to a full query of a waybill, just
+// read: what it reports as latest (the answer folded under the active
+// mapping; zero when it reports nothing this mapping knows).
+func (s *Store[TTx]) Verified(ctx context.Context, carrier, waybill string, now time.Time, answer domain.State) error {
+	if _, err := s.DB.Exec(ctx, s.sql("WaybillVerified"), carrier, waybill, now, string(answer.Milestone), answer.Seq, answer.EventKey); err != nil {
 		return fmt.Errorf("marking waybill %s/%s verified: %w", carrier, waybill, err)
 	}
 	return nil

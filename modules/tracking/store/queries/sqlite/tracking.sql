@@ -79,7 +79,10 @@ SELECT carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, r
 FROM tracking_waybill WHERE carrier = ?1 AND waybill = ?2;
 
 -- name: WaybillVerified
-UPDATE tracking_waybill SET verified_at = ?3 WHERE carrier = ?1 AND waybill = ?2;
+-- A full answer of the carrier: when it was read and what it reports as
+-- latest.
+UPDATE tracking_waybill SET verified_at = ?3, carrier_milestone = ?4, carrier_seq = ?5, carrier_event_key = ?6
+WHERE carrier = ?1 AND waybill = ?2;
 
 -- name: WaybillSearch
 SELECT carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, revision, mapping_version, events,
@@ -101,16 +104,31 @@ SELECT carrier, waybill, seq, opened_at FROM tracking_gap WHERE closed_at IS NUL
 ORDER BY opened_at, carrier, waybill, seq LIMIT ?2;
 
 -- name: ReconWaybills
-SELECT w.carrier, w.waybill, w.milestone, w.seq, w.revision,
+-- A page of waybills with what reconciliation compares: the aggregate, its
+-- open gaps at the cutoff, the highest trusted sequence held as evidence,
+-- applied regressions (an advance to a lower sequence after a higher one),
+-- how many advances the evidence records, and the carrier's last answer.
+SELECT w.carrier, w.waybill, w.milestone, w.seq, w.revision, w.event_key,
     (SELECT count(*) FROM tracking_gap g WHERE g.carrier = w.carrier AND g.waybill = w.waybill AND g.closed_at IS NULL AND g.opened_at <= ?2),
     coalesce((SELECT max(r.seq) FROM tracking_raw_event r WHERE r.carrier = w.carrier AND r.waybill = w.waybill
         AND r.outcome IN ('advanced', 'detail') AND r.received_at <= ?2), 0),
     (SELECT count(*) FROM tracking_raw_event a JOIN tracking_raw_event b
         ON b.carrier = a.carrier AND b.waybill = a.waybill AND b.outcome = 'advanced' AND a.outcome = 'advanced'
         AND a.revision < b.revision AND a.seq > b.seq AND b.seq > 0
-     WHERE a.carrier = w.carrier AND a.waybill = w.waybill)
+     WHERE a.carrier = w.carrier AND a.waybill = w.waybill),
+    (SELECT count(*) FROM tracking_raw_event r WHERE r.carrier = w.carrier AND r.waybill = w.waybill AND r.outcome = 'advanced'),
+    w.last_event_at, w.updated_at, w.verified_at, w.carrier_milestone, w.carrier_seq, w.carrier_event_key
 FROM tracking_waybill w WHERE w.carrier = ?1 AND w.first_seen_at <= ?2 AND w.waybill > ?3
 ORDER BY w.waybill LIMIT ?4;
+
+-- name: ReconEvidence
+-- The applied evidence of a page of waybills (a range of waybill numbers),
+-- each event with the milestone it was applied under: folding it must give
+-- the aggregate. Events that advance nothing by rule (unordered, unmapped,
+-- collisions) are not evidence of the current state.
+SELECT waybill, idem_key, seq, milestone, occurred_at, time_trusted FROM tracking_raw_event
+WHERE carrier = ?1 AND waybill > ?2 AND waybill <= ?3 AND outcome IN ('advanced', 'detail') AND received_at <= ?4
+ORDER BY waybill, id;
 
 -- name: ReplayInsert
 INSERT INTO tracking_replay (carrier, version, base_version, created_at, created_by, waybills, changed, diff)
