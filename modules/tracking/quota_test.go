@@ -126,7 +126,7 @@ func testQuotaShares[TTx any](t *testing.T, e *env[TTx], drivers []keeldriver.Dr
 		(!lastRT.Before(bf[len(bf)-1]) || float64(rtTook) > 0.75*float64(bf[len(bf)-1].Sub(rtStart))) {
 		t.Errorf("realtime queries took %s behind the backfill backlog (drained %s after they were queued)", rtTook, bf[len(bf)-1].Sub(rtStart))
 	}
-	waitFor(t, 30*time.Second, "the realtime queries to verify their waybills", func() bool {
+	waitFor(t, 60*time.Second, "the realtime queries to verify their waybills", func() bool {
 		for _, wb := range rt {
 			if w, err := m.store.GetWaybill(ctx, nil, c.Code, wb); err != nil || w.VerifiedAt == nil {
 				return false

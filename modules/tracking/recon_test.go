@@ -90,7 +90,7 @@ func testReconCarrierEvidence[TTx any](t *testing.T, e *env[TTx]) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "the realtime answers", func() bool { return verified("RCC00001") && verified("RCB00001") })
+	waitFor(t, 60*time.Second, "the realtime answers", func() bool { return verified("RCC00001") && verified("RCB00001") })
 	// An aggregate its evidence does not give (moved back by hand).
 	tampered := simJourney(&c, "RCD00001", 3)
 	push(tampered...)
@@ -129,7 +129,7 @@ func testReconCarrierEvidence[TTx any](t *testing.T, e *env[TTx]) {
 		}
 	}
 	// The heal asked the carrier on the backfill share, not realtime's.
-	waitFor(t, 30*time.Second, "the verifying query", func() bool { return verified("RCA00001") })
+	waitFor(t, 60*time.Second, "the verifying query", func() bool { return verified("RCA00001") })
 	if st := s.Stats(); st.PerShare["backfill"] != 1 || st.PerShare["realtime"] != 2 {
 		t.Fatalf("queries per share at the carrier: %+v", st.PerShare)
 	}
