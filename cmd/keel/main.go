@@ -46,7 +46,6 @@ func root() *cobra.Command {
 	cmd.PersistentFlags().Bool("json", false, "admin verbs: print JSON for scripts instead of tables")
 	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd(), batchesCmd(), eventsCmd(), reconCmd(), approvalsCmd(), inventoryCmd())
 	cmd.AddCommand(moduleCmds()...)
-	cmd.AddCommand(trackingCmd())
 	return cmd
 }
 

@@ -32,6 +32,9 @@ func newDemo(cs []*domain.Carrier, parcels int, every time.Duration) (*demo, err
 			c.APIKey = "demo-key-" + c.Code
 		}
 		s := sim.New(c)
+		// The demo carriers hold what they granted each share, as real
+		// carriers hold a quota.
+		s.ShareQuota = map[string]float64{"realtime": c.RealtimeShare, "backfill": c.BackfillShare}
 		if err := s.Start(); err != nil {
 			d.close()
 			return nil, err

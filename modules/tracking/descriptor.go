@@ -8,11 +8,12 @@ import (
 	"github.com/keelwork/keel/module"
 )
 
-// Descriptor installs the module in a binary: its name, migration lines
-// and constructors.
+// Descriptor installs the module in a binary: its name, migration lines,
+// constructors and `keel tracking` verbs.
 var Descriptor = module.Descriptor{
 	Name:     Name,
 	Lines:    Lines,
 	Postgres: module.Constructor(func(h *module.Host[pgx.Tx]) (*Module[pgx.Tx], error) { return New(h) }),
 	SQLite:   module.Constructor(func(h *module.Host[*sql.Tx]) (*Module[*sql.Tx], error) { return New(h) }),
+	Commands: Commands,
 }

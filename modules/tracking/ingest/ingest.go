@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -59,6 +60,17 @@ type RealtimeArgs struct {
 
 // Kind implements keel.JobArgs.
 func (RealtimeArgs) Kind() string { return "tracking.realtime" }
+
+// VerifyArgs is a full query of a waybill asked by reconciliation, to
+// compare its final milestone with the carrier's own answer; it spends the
+// backfill share, so verifying history never takes realtime's.
+type VerifyArgs struct {
+	Carrier string `json:"carrier"`
+	Waybill string `json:"waybill"`
+}
+
+// Kind implements keel.JobArgs.
+func (VerifyArgs) Kind() string { return "tracking.verify" }
 
 // Queue is the engine queue of the module's carrier queries.
 const Queue = "tracking"
@@ -123,30 +135,41 @@ var ErrUnknownCarrier = errors.New("unknown carrier")
 
 // Ingest stores and applies a batch of one carrier's events in one
 // transaction; results are in the batch's order.
+//
+// A push costs a fixed handful of statements, not several per event: the
+// stored keys among the push's are read at once, the push's waybills are
+// locked at once (in one order, so concurrent pushes wait rather than
+// deadlock), every decision is made in memory on the locked aggregates,
+// and then the evidence (with its results), gaps, aggregate moves and
+// outbox rows are written set-based. The aggregate moves stay conditional
+// on the revision each was read at; if another transaction stored one of
+// the push's keys in between (its insert then skips the row), the whole
+// push is decided again from what is stored.
 func (s *Service[TTx]) Ingest(ctx context.Context, carrier, via string, evs []domain.RawEvent) ([]Result, error) {
 	c, ok := s.Carriers[carrier]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownCarrier, carrier)
 	}
-	var out []Result
-	var jobs []keel.InsertParams
-	err := s.Store.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		out, jobs = out[:0], jobs[:0]
-		m, err := s.Store.ActiveMapping(ctx, tx, carrier)
+	rows := make([]*store.RawRow, len(evs))
+	for i, ev := range evs {
+		r, err := rawRow(c, via, ev)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		now := s.now()
-		for _, ev := range evs {
-			r, js, err := s.one(ctx, tx, c, m, via, ev, now)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-			jobs = append(jobs, js...)
+		rows[i] = r
+	}
+	var out []Result
+	var err error
+	for try := 0; try < maxPushTries; try++ {
+		err = s.Store.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+			var e error
+			out, e = s.ingestTx(ctx, tx, c, via, rows)
+			return e
+		})
+		if !errors.Is(err, errMoved) {
+			break
 		}
-		return s.queue(ctx, tx, jobs)
-	})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +183,279 @@ func (s *Service[TTx]) Ingest(ctx context.Context, carrier, via string, evs []do
 		}
 	}
 	return out, nil
+}
+
+// maxPushTries bounds how often a push is decided again when concurrent
+// transactions keep storing its keys or moving its waybills first.
+const maxPushTries = 8
+
+// errMoved: what a push was decided on changed under it; decide again.
+var errMoved = errors.New("stored events or aggregates changed under the push")
+
+func rawRow(c *domain.Carrier, via string, ev domain.RawEvent) (*store.RawRow, error) {
+	digest, err := domain.NormalizedDigest(ev.Payload, c.VolatileFields)
+	if err != nil {
+		return nil, err
+	}
+	row := &store.RawRow{Carrier: c.Code, Waybill: ev.Waybill, Key: domain.IdempotencyKey(c.Code, ev, digest), SourceID: ev.SourceID,
+		Seq: ev.Seq, Code: ev.Code, OccurredRaw: ev.OccurredRaw, Location: ev.Location, Payload: string(ev.Payload),
+		PayloadDigest: digest, CoreDigest: domain.CoreDigest(ev, digest), Via: via}
+	occ, trusted, perr := domain.ParseOccurred(ev.OccurredRaw, c.Location(), c.ZoneTrusted)
+	if perr == nil {
+		row.OccurredAt, row.TimeTrusted = &occ, trusted
+	}
+	return row, nil
+}
+
+// item is one event being settled: new evidence of a push, or a stored
+// event that waited for a mapping.
+type item struct {
+	row    *store.RawRow
+	ms     domain.Milestone
+	mapped bool
+	res    Result
+	// gapFrom..gapTo are the sequences its jump skipped.
+	gapFrom, gapTo int64
+}
+
+func (s *Service[TTx]) ingestTx(ctx context.Context, tx keelsql.Tx[TTx], c *domain.Carrier, via string, rows []*store.RawRow) ([]Result, error) {
+	m, err := s.Store.ActiveMapping(ctx, tx, c.Code)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	keys := make([]string, 0, len(rows))
+	firstOf := map[string]int{} // key -> index of its first event in the push
+	for i, r := range rows {
+		if _, ok := firstOf[r.Key]; !ok {
+			firstOf[r.Key] = i
+			keys = append(keys, r.Key)
+		}
+	}
+	stored, err := s.Store.RawExisting(ctx, tx, c.Code, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(rows))
+	items := make([]*item, len(rows)) // the new events, at their index
+	var fresh []*item
+	type collision struct {
+		row   *store.RawRow
+		first int // index of the first event of the key in the push, or -1
+		id    int64
+	}
+	var collisions []collision
+	for i, r := range rows {
+		if st, ok := stored[r.Key]; ok {
+			if st.Core == r.CoreDigest {
+				out[i] = Result{Result: st.Result, Key: r.Key, Duplicate: true}
+			} else {
+				collisions = append(collisions, collision{row: r, first: -1, id: st.RawID})
+				out[i] = Result{Result: store.Result{RawID: st.RawID, Outcome: domain.Collision}, Key: r.Key}
+			}
+			continue
+		}
+		if f := firstOf[r.Key]; f != i {
+			if rows[f].CoreDigest != r.CoreDigest {
+				collisions = append(collisions, collision{row: r, first: f})
+			}
+			continue // filled in once the first is settled
+		}
+		it := &item{row: r, res: Result{Key: r.Key, Result: store.Result{Outcome: domain.Unmapped}}}
+		it.ms, it.mapped = m.Normalize(r.Code)
+		items[i] = it
+		fresh = append(fresh, it)
+	}
+	var mversion int
+	if m != nil {
+		mversion = m.Version
+	}
+	p, err := s.decide(ctx, tx, c, mversion, fresh, now, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(fresh) > 0 {
+		ins := make([]store.NewRaw, len(fresh))
+		for i, it := range fresh {
+			it.row.ReceivedAt = now
+			ins[i] = store.NewRaw{Row: it.row, Result: it.res.Result}
+		}
+		ids, err := s.Store.InsertRaws(ctx, tx, c.Code, via, now, ins)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) != len(fresh) {
+			return nil, errMoved // another push stored one of these keys first
+		}
+		for _, it := range fresh {
+			it.res.RawID = ids[it.row.Key]
+		}
+	}
+	for _, col := range collisions {
+		id := col.id
+		if col.first >= 0 {
+			id = items[col.first].res.RawID
+		}
+		col.row.ReceivedAt = now
+		if err := s.Store.InsertCollision(ctx, tx, col.row, id); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.settle(ctx, tx, c, p, now); err != nil {
+		return nil, err
+	}
+	for i, r := range rows {
+		switch {
+		case items[i] != nil:
+			out[i] = items[i].res
+		case out[i].Key == "": // a repeat of a key first seen in this push
+			first := items[firstOf[r.Key]].res
+			if rows[firstOf[r.Key]].CoreDigest == r.CoreDigest {
+				out[i] = Result{Result: first.Result, Key: r.Key, Duplicate: true}
+			} else {
+				out[i] = Result{Result: store.Result{RawID: first.RawID, Outcome: domain.Collision}, Key: r.Key}
+			}
+		}
+	}
+	return out, nil
+}
+
+// plan is what deciding a set of events on their locked aggregates led to.
+type plan struct {
+	items   []*item
+	applies []store.Apply
+	// changed holds, per waybill whose aggregate advanced, its advances
+	// in order.
+	changed map[string][]*item
+	order   []string // waybills in lock order
+}
+
+// decide locks the waybills of its and decides each event in order on
+// them: results are filled (but for raw ids, known once stored).
+func (s *Service[TTx]) decide(ctx context.Context, tx keelsql.Tx[TTx], c *domain.Carrier, mversion int, its []*item, now time.Time, countNew bool) (*plan, error) {
+	p := &plan{items: its, changed: map[string][]*item{}}
+	if len(its) == 0 {
+		return p, nil
+	}
+	seen := map[string]bool{}
+	for _, it := range its {
+		if !seen[it.row.Waybill] {
+			seen[it.row.Waybill] = true
+			p.order = append(p.order, it.row.Waybill)
+		}
+	}
+	slices.Sort(p.order)
+	locked, err := s.Store.LockWaybills(ctx, tx, c.Code, p.order, now)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[string]*store.Apply, len(p.order))
+	for _, wb := range p.order {
+		w, ok := locked[wb]
+		if !ok {
+			return nil, fmt.Errorf("waybill %s/%s was not locked", c.Code, wb)
+		}
+		states[wb] = &store.Apply{Waybill: wb, From: w.State.Revision, Next: w.State, MappingVersion: w.MappingVersion}
+	}
+	for _, it := range its {
+		a := states[it.row.Waybill]
+		if countNew {
+			a.Events++
+		}
+		if !it.mapped {
+			it.res.Outcome = domain.Unmapped
+			continue
+		}
+		ev := domain.Event{Key: it.row.Key, Seq: it.row.Seq, Milestone: it.ms, TimeTrusted: it.row.TimeTrusted}
+		if it.row.OccurredAt != nil {
+			ev.OccurredAt = *it.row.OccurredAt
+		}
+		d := domain.Advance(a.Next, ev, c.Sequenced)
+		it.res.Outcome, it.res.Milestone, it.res.MappingVersion = d.Outcome, string(it.ms), mversion
+		if d.Outcome == domain.Advanced {
+			a.Next, a.MappingVersion = d.Next, mversion
+			it.gapFrom, it.gapTo = d.GapFrom, d.GapTo
+			p.changed[it.row.Waybill] = append(p.changed[it.row.Waybill], it)
+		}
+		it.res.Revision = a.Next.Revision
+	}
+	for _, wb := range p.order {
+		if a := states[wb]; a.Events > 0 || a.Next.Revision != a.From {
+			p.applies = append(p.applies, *a)
+		}
+	}
+	return p, nil
+}
+
+// settle writes what decide planned once the events' raw ids are known:
+// gaps opened and closed, the aggregates' conditional moves, the outbox
+// rows and the backfills.
+func (s *Service[TTx]) settle(ctx context.Context, tx keelsql.Tx[TTx], c *domain.Carrier, p *plan, now time.Time) error {
+	var open, fill []store.GapRef
+	filling := map[store.GapRef]*item{}
+	for _, it := range p.items {
+		for seq := it.gapFrom; it.gapFrom > 0 && seq <= it.gapTo; seq++ {
+			open = append(open, store.GapRef{Waybill: it.row.Waybill, Seq: seq})
+		}
+		if it.mapped && it.res.Outcome != domain.Advanced && it.row.Seq > 0 {
+			k := store.GapRef{Waybill: it.row.Waybill, Seq: it.row.Seq}
+			if filling[k] == nil { // the first event of a sequence fills its gap
+				filling[k] = it
+				fill = append(fill, store.GapRef{Waybill: it.row.Waybill, Seq: it.row.Seq, RawID: it.res.RawID})
+			}
+		}
+	}
+	opened, err := s.Store.OpenGapBatch(ctx, tx, c.Code, now, open)
+	if err != nil {
+		return err
+	}
+	closed, err := s.Store.CloseGapBatch(ctx, tx, c.Code, now, fill)
+	if err != nil {
+		return err
+	}
+	var jobs []keel.InsertParams
+	for _, it := range p.items {
+		for seq := it.gapFrom; it.gapFrom > 0 && seq <= it.gapTo; seq++ {
+			if opened(it.row.Waybill, seq) {
+				it.res.GapsOpened = append(it.res.GapsOpened, seq)
+				jobs = append(jobs, BackfillJob(c, it.row.Waybill, seq))
+			}
+		}
+		if f := filling[store.GapRef{Waybill: it.row.Waybill, Seq: it.row.Seq}]; f == it {
+			it.res.GapClosed = closed(it.row.Waybill, it.row.Seq)
+		}
+	}
+	n, err := s.Store.ApplyWaybills(ctx, tx, c.Code, now, p.applies)
+	if err != nil {
+		return err
+	}
+	if n != len(p.applies) {
+		return errMoved // only when a waybill moved outside the lock order
+	}
+	// One change per waybill and transaction: the revisions in between
+	// were never committed on their own; the payload lists each step.
+	for _, a := range p.applies {
+		steps := p.changed[a.Waybill]
+		if len(steps) == 0 {
+			continue
+		}
+		if err := s.emit(ctx, tx, TopicChanged, c.Code, a.Waybill, "r"+strconv.FormatInt(a.Next.Revision, 10),
+			changePayload(c.Code, a, steps)); err != nil {
+			return err
+		}
+	}
+	for _, it := range p.items {
+		res := it.res
+		if !res.GapClosed && res.Outcome != domain.Detail {
+			continue
+		}
+		pl, _ := json.Marshal(map[string]any{"carrier": c.Code, "waybill": it.row.Waybill, "raw_id": res.RawID, "seq": it.row.Seq,
+			"milestone": res.Milestone, "revision": res.Revision, "gap_closed": res.GapClosed})
+		if err := s.emit(ctx, tx, TopicDetail, c.Code, it.row.Waybill, "e"+strconv.FormatInt(res.RawID, 10), pl); err != nil {
+			return err
+		}
+	}
+	return s.queue(ctx, tx, jobs)
 }
 
 func outcomeLabel(r Result) domain.Outcome {
@@ -197,128 +493,59 @@ func RealtimeJob(c *domain.Carrier, waybill, idem string) keel.InsertParams {
 		Opts: &keel.InsertOpts{Queue: Queue, FlowKey: c.RealtimeKey(), MaxAttempts: 10, Priority: 1, IdempotencyKey: idem}}
 }
 
-func (s *Service[TTx]) one(ctx context.Context, tx keelsql.Tx[TTx], c *domain.Carrier, m *domain.Mapping, via string, ev domain.RawEvent, now time.Time) (Result, []keel.InsertParams, error) {
-	digest, err := domain.NormalizedDigest(ev.Payload, c.VolatileFields)
-	if err != nil {
-		return Result{}, nil, err
-	}
-	row := &store.RawRow{Carrier: c.Code, Waybill: ev.Waybill, Key: domain.IdempotencyKey(c.Code, ev, digest), SourceID: ev.SourceID,
-		Seq: ev.Seq, Code: ev.Code, OccurredRaw: ev.OccurredRaw, Location: ev.Location, Payload: string(ev.Payload),
-		PayloadDigest: digest, CoreDigest: domain.CoreDigest(ev, digest), Via: via, ReceivedAt: now}
-	occ, trusted, perr := domain.ParseOccurred(ev.OccurredRaw, c.Location(), c.ZoneTrusted)
-	if perr == nil {
-		row.OccurredAt, row.TimeTrusted = &occ, trusted
-	}
-	id, err := s.Store.InsertRaw(ctx, tx, row)
-	if err != nil {
-		return Result{}, nil, err
-	}
-	if id == 0 {
-		return s.seen(ctx, tx, row)
-	}
-	if err := s.Store.EnsureWaybill(ctx, tx, c.Code, ev.Waybill, now); err != nil {
-		return Result{}, nil, err
-	}
-	res := Result{Result: store.Result{RawID: id, Outcome: domain.Unmapped}, Key: row.Key}
-	ms, mapped := m.Normalize(ev.Code)
-	if !mapped {
-		return res, nil, s.Store.SetResult(ctx, tx, res.Result, now)
-	}
-	return s.apply(ctx, tx, c, m.Version, row, id, ms, now)
+// VerifyJob is reconciliation's query of a waybill on the backfill share,
+// idempotent under idem (the heal's action id).
+func VerifyJob(c *domain.Carrier, waybill, idem string) keel.InsertParams {
+	return keel.InsertParams{Args: VerifyArgs{Carrier: c.Code, Waybill: waybill},
+		Opts: &keel.InsertOpts{Queue: Queue, FlowKey: c.BackfillKey(), MaxAttempts: 10, IdempotencyKey: idem}}
 }
 
-// seen answers a key already stored: the same core fields are a duplicate
-// (the first result is returned), others a collision (quarantined).
-func (s *Service[TTx]) seen(ctx context.Context, tx keelsql.Tx[TTx], row *store.RawRow) (Result, []keel.InsertParams, error) {
-	first, core, err := s.Store.RawByKey(ctx, tx, row.Carrier, row.Key)
+// Answer is what a carrier's full answer for a waybill reports as latest:
+// its events folded under the active mapping (the zero State when none is
+// mapped), with the same idempotency keys ingestion gives them.
+func (s *Service[TTx]) Answer(ctx context.Context, carrier string, evs []domain.RawEvent) (domain.State, error) {
+	c, ok := s.Carriers[carrier]
+	if !ok {
+		return domain.State{}, fmt.Errorf("%w %q", ErrUnknownCarrier, carrier)
+	}
+	m, err := s.Store.ActiveMapping(ctx, nil, carrier)
 	if err != nil {
-		return Result{}, nil, err
+		return domain.State{}, err
 	}
-	if core == row.CoreDigest {
-		return Result{Result: first, Key: row.Key, Duplicate: true}, nil, nil
-	}
-	if err := s.Store.InsertCollision(ctx, tx, row, first.RawID); err != nil {
-		return Result{}, nil, err
-	}
-	return Result{Result: store.Result{RawID: first.RawID, Outcome: domain.Collision}, Key: row.Key}, nil, nil
-}
-
-// maxAdvanceTries bounds re-decisions when concurrent transactions keep
-// moving the same waybill first.
-const maxAdvanceTries = 20
-
-// apply decides and applies a mapped event to its waybill.
-func (s *Service[TTx]) apply(ctx context.Context, tx keelsql.Tx[TTx], c *domain.Carrier, mversion int, row *store.RawRow, rawID int64, ms domain.Milestone, now time.Time) (Result, []keel.InsertParams, error) {
-	ev := domain.Event{Key: row.Key, Seq: row.Seq, Milestone: ms, TimeTrusted: row.TimeTrusted}
-	if row.OccurredAt != nil {
-		ev.OccurredAt = *row.OccurredAt
-	}
-	for try := 0; try < maxAdvanceTries; try++ {
-		w, err := s.Store.GetWaybill(ctx, tx, c.Code, row.Waybill)
+	var st domain.State
+	for _, ev := range evs {
+		r, err := rawRow(c, ViaPull, ev)
 		if err != nil {
-			return Result{}, nil, err
+			return domain.State{}, err
 		}
-		d := domain.Advance(w.State, ev, c.Sequenced)
-		res := Result{Result: store.Result{RawID: rawID, Outcome: d.Outcome, Milestone: string(ms), MappingVersion: mversion}, Key: row.Key}
-		if d.Outcome != domain.Advanced {
-			res.Revision = w.State.Revision
-			return s.detail(ctx, tx, c, row, res, now)
-		}
-		ok, err := s.Store.Advance(ctx, tx, c.Code, row.Waybill, w.State.Revision, d.Next, mversion, now)
-		if err != nil {
-			return Result{}, nil, err
-		}
+		ms, ok := m.Normalize(r.Code)
 		if !ok {
-			continue // moved under us: decide again on what is there now
+			continue
 		}
-		res.Revision = d.Next.Revision
-		var jobs []keel.InsertParams
-		for seq := d.GapFrom; d.GapFrom > 0 && seq <= d.GapTo; seq++ {
-			opened, err := s.Store.OpenGap(ctx, tx, c.Code, row.Waybill, seq, now)
-			if err != nil {
-				return Result{}, nil, err
-			}
-			if opened {
-				res.GapsOpened = append(res.GapsOpened, seq)
-				jobs = append(jobs, BackfillJob(c, row.Waybill, seq))
-			}
+		e := domain.Event{Key: r.Key, Seq: r.Seq, Milestone: ms, TimeTrusted: r.TimeTrusted}
+		if r.OccurredAt != nil {
+			e.OccurredAt = *r.OccurredAt
 		}
-		// No gap can be open at the new sequence: gaps lie below the
-		// current one, and this event is above it.
-		if err := s.emit(ctx, tx, TopicChanged, c.Code, row.Waybill, "r"+strconv.FormatInt(d.Next.Revision, 10), changePayload(c.Code, row, d.Next, mversion, res.GapsOpened)); err != nil {
-			return Result{}, nil, err
-		}
-		return res, jobs, s.Store.SetResult(ctx, tx, res.Result, now)
+		st = domain.Advance(st, e, c.Sequenced).Next
 	}
-	return Result{}, nil, fmt.Errorf("waybill %s/%s kept moving under %d decisions; retry", c.Code, row.Waybill, maxAdvanceTries)
+	return st, nil
 }
 
-// detail keeps an event that did not move the aggregate: a late event
-// closes its gap (and says so through the outbox), nothing else changes.
-func (s *Service[TTx]) detail(ctx context.Context, tx keelsql.Tx[TTx], c *domain.Carrier, row *store.RawRow, res Result, now time.Time) (Result, []keel.InsertParams, error) {
-	if row.Seq > 0 {
-		closed, err := s.Store.CloseGap(ctx, tx, c.Code, row.Waybill, row.Seq, res.RawID, now)
-		if err != nil {
-			return Result{}, nil, err
-		}
-		res.GapClosed = closed
-	}
-	if res.GapClosed || res.Outcome == domain.Detail {
-		p, _ := json.Marshal(map[string]any{"carrier": c.Code, "waybill": row.Waybill, "raw_id": res.RawID, "seq": row.Seq,
-			"milestone": res.Milestone, "revision": res.Revision, "gap_closed": res.GapClosed})
-		if err := s.emit(ctx, tx, TopicDetail, c.Code, row.Waybill, "e"+strconv.FormatInt(res.RawID, 10), p); err != nil {
-			return Result{}, nil, err
-		}
-	}
-	return res, nil, s.Store.SetResult(ctx, tx, res.Result, now)
-}
-
-func changePayload(carrier string, row *store.RawRow, next domain.State, mversion int, gaps []int64) json.RawMessage {
-	p := map[string]any{"carrier": carrier, "waybill": row.Waybill, "revision": next.Revision, "milestone": next.Milestone,
-		"seq": next.Seq, "event_key": next.EventKey, "mapping_version": mversion}
+func changePayload(carrier string, a store.Apply, steps []*item) json.RawMessage {
+	next := a.Next
+	p := map[string]any{"carrier": carrier, "waybill": a.Waybill, "revision": next.Revision, "from_revision": a.From,
+		"milestone": next.Milestone, "seq": next.Seq, "event_key": next.EventKey, "mapping_version": a.MappingVersion}
 	if !next.OccurredAt.IsZero() {
 		p["occurred_at"] = next.OccurredAt
 	}
+	var gaps []int64
+	list := make([]map[string]any, len(steps))
+	for i, it := range steps {
+		list[i] = map[string]any{"revision": it.res.Revision, "milestone": it.res.Milestone, "seq": it.row.Seq,
+			"event_key": it.row.Key, "raw_id": it.res.RawID}
+		gaps = append(gaps, it.res.GapsOpened...)
+	}
+	p["steps"] = list
 	if len(gaps) > 0 {
 		p["gaps_opened"] = gaps
 	}
@@ -354,31 +581,45 @@ func (s *Service[TTx]) ApplyUnmapped(ctx context.Context, carrier string) (int, 
 			return applied, err
 		}
 		after = page[len(page)-1].ID
-		var jobs []keel.InsertParams
-		err = s.Store.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-			jobs = jobs[:0]
-			m, err := s.Store.ActiveMapping(ctx, tx, carrier)
-			if err != nil {
-				return err
-			}
-			now := s.now()
-			for _, u := range page {
-				ms, ok := m.Normalize(u.Code)
-				if !ok {
-					continue
+		n := 0
+		for try := 0; try < maxPushTries; try++ {
+			err = s.Store.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+				n = 0
+				m, err := s.Store.ActiveMapping(ctx, tx, carrier)
+				if err != nil || m == nil {
+					return err
 				}
-				row := &store.RawRow{Carrier: carrier, Waybill: u.Waybill, Key: u.Key, Seq: u.Seq, OccurredAt: u.OccurredAt, TimeTrusted: u.TimeTrusted}
-				_, js, err := s.apply(ctx, tx, c, m.Version, row, u.ID, ms, now)
+				now := s.now()
+				var its []*item
+				for _, u := range page {
+					ms, ok := m.Normalize(u.Code)
+					if !ok {
+						continue
+					}
+					row := &store.RawRow{Carrier: carrier, Waybill: u.Waybill, Key: u.Key, Seq: u.Seq, OccurredAt: u.OccurredAt, TimeTrusted: u.TimeTrusted}
+					its = append(its, &item{row: row, ms: ms, mapped: true, res: Result{Key: u.Key, Result: store.Result{RawID: u.ID}}})
+				}
+				p, err := s.decide(ctx, tx, c, m.Version, its, now, false)
 				if err != nil {
 					return err
 				}
-				jobs = append(jobs, js...)
-				applied++
+				for _, it := range its {
+					// Only the result columns change: the evidence stays
+					// as it was received.
+					if err := s.Store.SetResult(ctx, tx, it.res.Result, now); err != nil {
+						return err
+					}
+				}
+				n = len(its)
+				return s.settle(ctx, tx, c, p, now)
+			})
+			if !errors.Is(err, errMoved) {
+				break
 			}
-			return s.queue(ctx, tx, jobs)
-		})
+		}
 		if err != nil {
 			return applied, err
 		}
+		applied += n
 	}
 }

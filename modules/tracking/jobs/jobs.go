@@ -41,6 +41,9 @@ func (w *Workers[TTx]) Register(ws *keel.Workers) error {
 	if err := keel.AddWorkerSafely[ingest.BackfillArgs](ws, keel.WorkerFunc[ingest.BackfillArgs](w.backfill)); err != nil {
 		return err
 	}
+	if err := keel.AddWorkerSafely[ingest.VerifyArgs](ws, keel.WorkerFunc[ingest.VerifyArgs](w.verify)); err != nil {
+		return err
+	}
 	return keel.AddWorkerSafely[ingest.RealtimeArgs](ws, keel.WorkerFunc[ingest.RealtimeArgs](w.realtime))
 }
 
@@ -86,7 +89,9 @@ func (w *Workers[TTx]) backfill(ctx context.Context, job *keel.Job[ingest.Backfi
 	if err != nil {
 		return classify(ctx, err)
 	}
-	if err := w.ingest(ctx, a.Carrier, a.Waybill, evs); err != nil {
+	// An answer for one sequence applies that event, but it does not
+	// verify the waybill's final state (only a full answer does).
+	if err := w.ingest(ctx, a.Carrier, ofWaybill(evs, a.Waybill)); err != nil {
 		return err
 	}
 	if open, err = w.Svc.Store.GapIsOpen(ctx, a.Carrier, a.Waybill, a.Seq); err != nil || !open {
@@ -98,33 +103,55 @@ func (w *Workers[TTx]) backfill(ctx context.Context, job *keel.Job[ingest.Backfi
 }
 
 func (w *Workers[TTx]) realtime(ctx context.Context, job *keel.Job[ingest.RealtimeArgs]) error {
-	cl, err := w.client(job.Args.Carrier)
+	return w.full(ctx, ShareRealtime, job.Args.Carrier, job.Args.Waybill)
+}
+
+func (w *Workers[TTx]) verify(ctx context.Context, job *keel.Job[ingest.VerifyArgs]) error {
+	return w.full(ctx, ShareBackfill, job.Args.Carrier, job.Args.Waybill)
+}
+
+// full asks the carrier for everything it has on a waybill, applies it, and
+// records the answer: when it was read and what it reports as latest (what
+// reconciliation compares the aggregate's final state with).
+func (w *Workers[TTx]) full(ctx context.Context, share, carrier, waybill string) error {
+	cl, err := w.client(carrier)
 	if err != nil {
 		return err
 	}
-	evs, err := cl.Events(ctx, ShareRealtime, job.Args.Waybill, 0)
+	evs, err := cl.Events(ctx, share, waybill, 0)
 	if err != nil {
 		return classify(ctx, err)
 	}
-	return w.ingest(ctx, job.Args.Carrier, job.Args.Waybill, evs)
+	mine := ofWaybill(evs, waybill)
+	if err := w.ingest(ctx, carrier, mine); err != nil {
+		return err
+	}
+	answer, err := w.Svc.Answer(ctx, carrier, mine)
+	if err != nil {
+		return err
+	}
+	return w.Svc.Store.Verified(ctx, carrier, waybill, w.Svc.Now().UTC(), answer)
 }
 
-// ingest applies what the carrier answered for waybill (events of other
-// waybills in an answer are ignored: a pull for one waybill vouches for
-// that waybill only) and records the waybill as verified.
-func (w *Workers[TTx]) ingest(ctx context.Context, carrier, waybill string, evs []domain.RawEvent) error {
+// ofWaybill keeps the events of waybill: a query for one waybill vouches
+// for that waybill only, whatever else an answer carries.
+func ofWaybill(evs []domain.RawEvent, waybill string) []domain.RawEvent {
 	mine := evs[:0:0]
 	for _, e := range evs {
 		if e.Waybill == waybill {
 			mine = append(mine, e)
 		}
 	}
-	if len(mine) > 0 {
-		if _, err := w.Svc.Ingest(ctx, carrier, ingest.ViaPull, mine); err != nil {
-			return err
-		}
+	return mine
+}
+
+// ingest applies what the carrier answered.
+func (w *Workers[TTx]) ingest(ctx context.Context, carrier string, evs []domain.RawEvent) error {
+	if len(evs) == 0 {
+		return nil
 	}
-	return w.Svc.Store.Verified(ctx, carrier, waybill, w.Svc.Now().UTC())
+	_, err := w.Svc.Ingest(ctx, carrier, ingest.ViaPull, evs)
+	return err
 }
 
 func (w *Workers[TTx]) recheck() time.Duration {

@@ -42,6 +42,10 @@ type Carrier struct {
 	// Quota is what the pull API allows per second (default the
 	// configuration's Quota).
 	Quota float64
+	// ShareQuota, when set, is what the carrier granted each share (by
+	// the share header) per second: the carrier's meter then holds every
+	// share's limit too, answering 429 past it, as it holds the quota.
+	ShareQuota map[string]float64
 
 	mu       sync.Mutex
 	parcels  map[string][]Event
@@ -123,7 +127,8 @@ func (s *Carrier) gate(next http.Handler) http.Handler {
 	})
 }
 
-// admit meters a query against the quota: a sliding one-second window.
+// admit meters a query against the quota and its share's limit: sliding
+// one-second windows of the queries accepted.
 func (s *Carrier) admit(share string, now time.Time) (bool, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,13 +138,28 @@ func (s *Carrier) admit(share string, now time.Time) (bool, time.Duration) {
 		return false, time.Second
 	}
 	cut := now.Add(-time.Second)
-	i := sort.Search(len(s.accepted), func(i int) bool { return s.accepted[i].After(cut) })
-	if float64(len(s.accepted)-i) >= s.Quota {
+	if ok, wait := within(s.accepted, s.Quota, cut); !ok {
 		s.refused++
-		return false, s.accepted[i].Sub(cut)
+		return false, wait
+	}
+	if q, ok := s.ShareQuota[share]; ok {
+		if ok, wait := within(s.byShare[share], q, cut); !ok {
+			s.refused++
+			return false, wait
+		}
 	}
 	s.accepted = append(s.accepted, now)
 	s.byShare[share] = append(s.byShare[share], now)
+	return true, 0
+}
+
+// within reports whether one more arrival after cut keeps ts under limit,
+// and else how long until the oldest one in the window leaves it.
+func within(ts []time.Time, limit float64, cut time.Time) (bool, time.Duration) {
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].After(cut) })
+	if float64(len(ts)-i) >= limit {
+		return false, ts[i].Sub(cut)
+	}
 	return true, 0
 }
 

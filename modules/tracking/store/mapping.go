@@ -228,9 +228,21 @@ type ReconRow struct {
 	Carrier, Waybill string
 	Milestone        string
 	Seq, Revision    int64
+	EventKey         string
 	OpenGaps         int64
 	MaxTrustedSeq    int64
 	Regressions      int64
+	// Advances is how many stored events record that they advanced the
+	// aggregate: its revision must equal it.
+	Advances    int64
+	LastEventAt time.Time
+	UpdatedAt   *time.Time
+	// VerifiedAt is when the carrier last answered a full query, and
+	// Carrier* what it reported as latest.
+	VerifiedAt       *time.Time
+	CarrierMilestone string
+	CarrierSeq       int64
+	CarrierEventKey  string
 }
 
 // ReconPage reads a page of a carrier's waybills with what reconciliation
@@ -239,7 +251,31 @@ func (s *Store[TTx]) ReconPage(ctx context.Context, carrier string, cutoff time.
 	rows, err := s.DB.Query(ctx, s.sql("ReconWaybills"), carrier, cutoff, after, limit)
 	return keelsql.CollectRows(rows, err, func(r keelsql.Rows) (ReconRow, error) {
 		var x ReconRow
-		err := r.Scan(&x.Carrier, &x.Waybill, &x.Milestone, &x.Seq, &x.Revision, &x.OpenGaps, &x.MaxTrustedSeq, &x.Regressions)
+		err := r.Scan(&x.Carrier, &x.Waybill, &x.Milestone, &x.Seq, &x.Revision, &x.EventKey, &x.OpenGaps, &x.MaxTrustedSeq,
+			&x.Regressions, &x.Advances, &x.LastEventAt, &x.UpdatedAt, &x.VerifiedAt, &x.CarrierMilestone, &x.CarrierSeq, &x.CarrierEventKey)
+		return x, err
+	})
+}
+
+// EvidenceEvent is a stored event with the milestone it was applied under.
+type EvidenceEvent struct {
+	Waybill string
+	Event   domain.Event
+}
+
+// ReconEvidence reads the applied evidence of the waybills after from, up
+// to and including through, received by cutoff, in arrival order.
+func (s *Store[TTx]) ReconEvidence(ctx context.Context, carrier, from, through string, cutoff time.Time) ([]EvidenceEvent, error) {
+	rows, err := s.DB.Query(ctx, s.sql("ReconEvidence"), carrier, from, through, cutoff)
+	return keelsql.CollectRows(rows, err, func(r keelsql.Rows) (EvidenceEvent, error) {
+		var x EvidenceEvent
+		var ms string
+		var occ *time.Time
+		err := r.Scan(&x.Waybill, &x.Event.Key, &x.Event.Seq, &ms, &occ, &x.Event.TimeTrusted)
+		x.Event.Milestone = domain.Milestone(ms)
+		if occ != nil {
+			x.Event.OccurredAt = occ.UTC()
+		}
 		return x, err
 	})
 }

@@ -84,21 +84,6 @@ type RawRow struct {
 	ReceivedAt                      time.Time
 }
 
-// InsertRaw stores the evidence unless its key is stored already: it
-// returns the new id, or 0 when the key existed.
-func (s *Store[TTx]) InsertRaw(ctx context.Context, tx keelsql.Tx[TTx], r *RawRow) (int64, error) {
-	var id int64
-	err := tx.QueryRow(ctx, s.sql("RawInsert"), r.Carrier, r.Waybill, r.Key, r.SourceID, r.Seq, r.Code, r.OccurredRaw,
-		r.OccurredAt, r.TimeTrusted, r.Location, r.Payload, r.PayloadDigest, r.CoreDigest, r.Via, r.ReceivedAt).Scan(&id)
-	if errors.Is(err, keelsql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("storing raw event %s/%s: %w", r.Carrier, r.Key, err)
-	}
-	return id, nil
-}
-
 // Result is what processing an event decided, as stored on its raw row.
 type Result struct {
 	RawID          int64          `json:"raw_id"`
@@ -106,18 +91,6 @@ type Result struct {
 	Milestone      string         `json:"milestone,omitempty"`
 	MappingVersion int            `json:"mapping_version,omitempty"`
 	Revision       int64          `json:"revision,omitempty"`
-}
-
-// RawByKey reads the stored result (and core digest) of a key.
-func (s *Store[TTx]) RawByKey(ctx context.Context, q keelsql.Querier, carrier, key string) (Result, string, error) {
-	var r Result
-	var core, outcome string
-	err := q.QueryRow(ctx, s.sql("RawByKey"), carrier, key).Scan(&r.RawID, &core, &outcome, &r.Milestone, &r.MappingVersion, &r.Revision)
-	r.Outcome = domain.Outcome(outcome)
-	if err != nil {
-		return r, "", fmt.Errorf("reading raw event %s/%s: %w", carrier, key, err)
-	}
-	return r, core, nil
 }
 
 // SetResult writes an event's result.
@@ -238,15 +211,6 @@ func scanWaybill(r keelsql.Row) (Waybill, error) {
 	return w, err
 }
 
-// EnsureWaybill creates the aggregate row of a waybill seen first now, or
-// counts one more event received for it.
-func (s *Store[TTx]) EnsureWaybill(ctx context.Context, tx keelsql.Tx[TTx], carrier, waybill string, now time.Time) error {
-	if _, err := tx.Exec(ctx, s.sql("WaybillEnsure"), carrier, waybill, now); err != nil {
-		return fmt.Errorf("creating waybill %s/%s: %w", carrier, waybill, err)
-	}
-	return nil
-}
-
 // GetWaybill reads an aggregate (ErrNotFound when none).
 func (s *Store[TTx]) GetWaybill(ctx context.Context, q keelsql.Querier, carrier, waybill string) (Waybill, error) {
 	if q == nil {
@@ -262,27 +226,11 @@ func (s *Store[TTx]) GetWaybill(ctx context.Context, q keelsql.Querier, carrier,
 	return w, nil
 }
 
-// Advance moves the aggregate from revision from to next, only if it is
-// still at from (a conditional update: false means another transaction
-// moved it first, and the caller decides again on the new state).
-func (s *Store[TTx]) Advance(ctx context.Context, tx keelsql.Tx[TTx], carrier, waybill string, from int64, next domain.State, mappingVersion int, now time.Time) (bool, error) {
-	var occ *time.Time
-	if !next.OccurredAt.IsZero() {
-		t := next.OccurredAt
-		occ = &t
-	}
-	n, err := tx.Exec(ctx, s.sql("WaybillAdvance"), carrier, waybill, from, string(next.Milestone), next.Seq, occ, next.TimeTrusted,
-		next.EventKey, next.Revision, mappingVersion, now)
-	if err != nil {
-		return false, fmt.Errorf("advancing waybill %s/%s: %w", carrier, waybill, err)
-	}
-	return n == 1, nil
-}
-
-// Verified records that the carrier's own answer was just read for a
-// waybill.
-func (s *Store[TTx]) Verified(ctx context.Context, carrier, waybill string, now time.Time) error {
-	if _, err := s.DB.Exec(ctx, s.sql("WaybillVerified"), carrier, waybill, now); err != nil {
+// Verified records the carrier's answer to a full query of a waybill, just
+// read: what it reports as latest (the answer folded under the active
+// mapping; zero when it reports nothing this mapping knows).
+func (s *Store[TTx]) Verified(ctx context.Context, carrier, waybill string, now time.Time, answer domain.State) error {
+	if _, err := s.DB.Exec(ctx, s.sql("WaybillVerified"), carrier, waybill, now, string(answer.Milestone), answer.Seq, answer.EventKey); err != nil {
 		return fmt.Errorf("marking waybill %s/%s verified: %w", carrier, waybill, err)
 	}
 	return nil
@@ -292,25 +240,6 @@ func (s *Store[TTx]) Verified(ctx context.Context, carrier, waybill string, now 
 func (s *Store[TTx]) Search(ctx context.Context, prefix, carrier string, limit int) ([]Waybill, error) {
 	rows, err := s.DB.Query(ctx, s.sql("WaybillSearch"), prefix, carrier, limit)
 	return keelsql.CollectRows(rows, err, func(r keelsql.Rows) (Waybill, error) { return scanWaybill(r) })
-}
-
-// OpenGap records seq as missing unless its evidence is stored; it reports
-// whether a gap row was created.
-func (s *Store[TTx]) OpenGap(ctx context.Context, tx keelsql.Tx[TTx], carrier, waybill string, seq int64, now time.Time) (bool, error) {
-	n, err := tx.Exec(ctx, s.sql("GapOpen"), carrier, waybill, seq, now)
-	if err != nil {
-		return false, fmt.Errorf("opening gap %s/%s#%d: %w", carrier, waybill, seq, err)
-	}
-	return n == 1, nil
-}
-
-// CloseGap closes an open gap with the raw event that filled it.
-func (s *Store[TTx]) CloseGap(ctx context.Context, tx keelsql.Tx[TTx], carrier, waybill string, seq, rawID int64, now time.Time) (bool, error) {
-	n, err := tx.Exec(ctx, s.sql("GapClose"), carrier, waybill, seq, now, rawID)
-	if err != nil {
-		return false, fmt.Errorf("closing gap %s/%s#%d: %w", carrier, waybill, seq, err)
-	}
-	return n == 1, nil
 }
 
 // GapIsOpen reports whether a gap is still open.

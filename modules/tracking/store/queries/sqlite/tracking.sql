@@ -42,16 +42,6 @@ UPDATE tracking_mapping_version SET state = 'retired' WHERE carrier = ?1 AND sta
 UPDATE tracking_mapping_version SET state = 'active', activated_at = ?3, activated_by = ?4
 WHERE carrier = ?1 AND version = ?2 AND state = 'draft';
 
--- name: RawInsert
-INSERT INTO tracking_raw_event (carrier, waybill, idem_key, source_event_id, seq, code, occurred_raw, occurred_at,
-    time_trusted, location, payload, payload_digest, core_digest, via, received_at, outcome, processed_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'received', ?15)
-ON CONFLICT (carrier, idem_key) DO NOTHING
-RETURNING id;
-
--- name: RawByKey
-SELECT id, core_digest, outcome, milestone, mapping_version, revision FROM tracking_raw_event WHERE carrier = ?1 AND idem_key = ?2;
-
 -- name: RawResult
 UPDATE tracking_raw_event SET outcome = ?2, milestone = ?3, mapping_version = ?4, revision = ?5, processed_at = ?6 WHERE id = ?1;
 
@@ -64,9 +54,6 @@ ORDER BY CASE WHEN seq > 0 THEN seq ELSE 0 END, occurred_at IS NULL, occurred_at
 -- name: RawUnmapped
 SELECT id, waybill, idem_key, seq, code, occurred_at, time_trusted FROM tracking_raw_event
 WHERE carrier = ?1 AND outcome = 'unmapped' AND id > ?2 ORDER BY id LIMIT ?3;
-
--- name: RawSeqPresent
-SELECT EXISTS (SELECT 1 FROM tracking_raw_event WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3);
 
 -- name: ReplayEvents
 SELECT waybill, idem_key, seq, code, occurred_at, time_trusted FROM tracking_raw_event
@@ -86,38 +73,22 @@ SELECT c.id, c.carrier, c.idem_key, c.waybill, r.payload, c.payload, c.received_
 FROM tracking_collision c JOIN tracking_raw_event r ON r.id = c.first_raw_id
 WHERE (?1 = '' OR c.carrier = ?1) AND (?2 = '' OR c.waybill = ?2) ORDER BY c.id DESC LIMIT ?3;
 
--- name: WaybillEnsure
-INSERT INTO tracking_waybill (carrier, waybill, first_seen_at, last_event_at, events) VALUES (?1, ?2, ?3, ?3, 1)
-ON CONFLICT (carrier, waybill) DO UPDATE SET events = tracking_waybill.events + 1, last_event_at = excluded.last_event_at;
-
 -- name: WaybillGet
 SELECT carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, revision, mapping_version, events,
     first_seen_at, updated_at, last_event_at, verified_at
 FROM tracking_waybill WHERE carrier = ?1 AND waybill = ?2;
 
--- name: WaybillAdvance
-UPDATE tracking_waybill SET milestone = ?4, seq = ?5, occurred_at = ?6, time_trusted = ?7, event_key = ?8,
-    revision = ?9, mapping_version = ?10, updated_at = ?11
-WHERE carrier = ?1 AND waybill = ?2 AND revision = ?3;
-
 -- name: WaybillVerified
-UPDATE tracking_waybill SET verified_at = ?3 WHERE carrier = ?1 AND waybill = ?2;
+-- A full answer of the carrier: when it was read and what it reports as
+-- latest.
+UPDATE tracking_waybill SET verified_at = ?3, carrier_milestone = ?4, carrier_seq = ?5, carrier_event_key = ?6
+WHERE carrier = ?1 AND waybill = ?2;
 
 -- name: WaybillSearch
 SELECT carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, revision, mapping_version, events,
     first_seen_at, updated_at, last_event_at, verified_at
 FROM tracking_waybill WHERE (?1 = '' OR substr(waybill, 1, length(?1)) = ?1) AND (?2 = '' OR carrier = ?2)
 ORDER BY last_event_at DESC, carrier, waybill LIMIT ?3;
-
--- name: GapOpen
-INSERT INTO tracking_gap (carrier, waybill, seq, opened_at)
-SELECT ?1, ?2, ?3, ?4
-WHERE NOT EXISTS (SELECT 1 FROM tracking_raw_event WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3)
-ON CONFLICT (carrier, waybill, seq) DO NOTHING;
-
--- name: GapClose
-UPDATE tracking_gap SET closed_at = ?4, closed_raw_id = ?5
-WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3 AND closed_at IS NULL;
 
 -- name: GapIsOpen
 SELECT EXISTS (SELECT 1 FROM tracking_gap WHERE carrier = ?1 AND waybill = ?2 AND seq = ?3 AND closed_at IS NULL);
@@ -133,16 +104,31 @@ SELECT carrier, waybill, seq, opened_at FROM tracking_gap WHERE closed_at IS NUL
 ORDER BY opened_at, carrier, waybill, seq LIMIT ?2;
 
 -- name: ReconWaybills
-SELECT w.carrier, w.waybill, w.milestone, w.seq, w.revision,
+-- A page of waybills with what reconciliation compares: the aggregate, its
+-- open gaps at the cutoff, the highest trusted sequence held as evidence,
+-- applied regressions (an advance to a lower sequence after a higher one),
+-- how many advances the evidence records, and the carrier's last answer.
+SELECT w.carrier, w.waybill, w.milestone, w.seq, w.revision, w.event_key,
     (SELECT count(*) FROM tracking_gap g WHERE g.carrier = w.carrier AND g.waybill = w.waybill AND g.closed_at IS NULL AND g.opened_at <= ?2),
     coalesce((SELECT max(r.seq) FROM tracking_raw_event r WHERE r.carrier = w.carrier AND r.waybill = w.waybill
         AND r.outcome IN ('advanced', 'detail') AND r.received_at <= ?2), 0),
     (SELECT count(*) FROM tracking_raw_event a JOIN tracking_raw_event b
         ON b.carrier = a.carrier AND b.waybill = a.waybill AND b.outcome = 'advanced' AND a.outcome = 'advanced'
         AND a.revision < b.revision AND a.seq > b.seq AND b.seq > 0
-     WHERE a.carrier = w.carrier AND a.waybill = w.waybill)
+     WHERE a.carrier = w.carrier AND a.waybill = w.waybill),
+    (SELECT count(*) FROM tracking_raw_event r WHERE r.carrier = w.carrier AND r.waybill = w.waybill AND r.outcome = 'advanced'),
+    w.last_event_at, w.updated_at, w.verified_at, w.carrier_milestone, w.carrier_seq, w.carrier_event_key
 FROM tracking_waybill w WHERE w.carrier = ?1 AND w.first_seen_at <= ?2 AND w.waybill > ?3
 ORDER BY w.waybill LIMIT ?4;
+
+-- name: ReconEvidence
+-- The applied evidence of a page of waybills (a range of waybill numbers),
+-- each event with the milestone it was applied under: folding it must give
+-- the aggregate. Events that advance nothing by rule (unordered, unmapped,
+-- collisions) are not evidence of the current state.
+SELECT waybill, idem_key, seq, milestone, occurred_at, time_trusted FROM tracking_raw_event
+WHERE carrier = ?1 AND waybill > ?2 AND waybill <= ?3 AND outcome IN ('advanced', 'detail') AND received_at <= ?4
+ORDER BY waybill, id;
 
 -- name: ReplayInsert
 INSERT INTO tracking_replay (carrier, version, base_version, created_at, created_by, waybills, changed, diff)
@@ -155,3 +141,77 @@ FROM tracking_replay WHERE carrier = ?1 ORDER BY id DESC LIMIT ?2;
 -- name: ReplayLatest
 SELECT id, carrier, version, base_version, created_at, created_by, waybills, changed, diff
 FROM tracking_replay WHERE carrier = ?1 AND version = ?2 ORDER BY id DESC LIMIT 1;
+
+-- Set-based ingestion: one statement per table for a whole push, so a push
+-- costs a handful of statements however many events it carries. Record
+-- sets and lists come as one JSON array argument (json_each); times are
+-- unix microseconds, as keelsql stores every SQLite time.
+
+-- name: RawExisting
+-- The stored events among a push's keys (duplicates and collisions).
+SELECT idem_key, id, core_digest, outcome, milestone, mapping_version, revision FROM tracking_raw_event
+WHERE carrier = ?1 AND idem_key IN (SELECT value FROM json_each(?2));
+
+-- name: WaybillLock
+-- Creates the waybills seen first and returns the push's aggregates (the
+-- transaction holds SQLite's one writer lock, so they stay as read).
+INSERT INTO tracking_waybill (carrier, waybill, first_seen_at, last_event_at, events)
+SELECT ?1, value, ?2, ?2, 0 FROM json_each(?3) WHERE true
+ON CONFLICT (carrier, waybill) DO UPDATE SET events = tracking_waybill.events
+RETURNING carrier, waybill, milestone, seq, occurred_at, time_trusted, event_key, revision, mapping_version, events,
+    first_seen_at, updated_at, last_event_at, verified_at;
+
+-- name: RawInsertBatch
+-- The evidence with its result, decided before the insert.
+INSERT INTO tracking_raw_event (carrier, waybill, idem_key, source_event_id, seq, code, occurred_raw, occurred_at,
+    time_trusted, location, payload, payload_digest, core_digest, via, received_at, outcome, milestone, mapping_version,
+    revision, processed_at)
+SELECT ?1, json_extract(value, '$.waybill'), json_extract(value, '$.key'), json_extract(value, '$.source_id'),
+    json_extract(value, '$.seq'), json_extract(value, '$.code'), json_extract(value, '$.occurred_raw'),
+    json_extract(value, '$.occurred_us'), json_extract(value, '$.time_trusted'), json_extract(value, '$.location'),
+    json_extract(value, '$.payload'), json_extract(value, '$.payload_digest'), json_extract(value, '$.core_digest'),
+    ?2, ?3, json_extract(value, '$.outcome'), json_extract(value, '$.milestone'),
+    json_extract(value, '$.mapping_version'), json_extract(value, '$.revision'), ?3
+FROM json_each(?4) WHERE true
+ON CONFLICT (carrier, idem_key) DO NOTHING
+RETURNING id, idem_key;
+
+-- name: WaybillApply
+-- Moves each aggregate from the revision it was read at to its new state
+-- (conditional on that revision) and counts the push's new events.
+WITH u AS (
+    SELECT json_extract(value, '$.waybill') AS waybill, json_extract(value, '$.from_revision') AS from_revision,
+        json_extract(value, '$.milestone') AS milestone, json_extract(value, '$.seq') AS seq,
+        json_extract(value, '$.occurred_us') AS occurred_at, json_extract(value, '$.time_trusted') AS time_trusted,
+        json_extract(value, '$.event_key') AS event_key, json_extract(value, '$.revision') AS revision,
+        json_extract(value, '$.mapping_version') AS mapping_version, json_extract(value, '$.events') AS events
+    FROM json_each(?3))
+UPDATE tracking_waybill SET milestone = u.milestone, seq = u.seq, occurred_at = u.occurred_at,
+    time_trusted = u.time_trusted, event_key = u.event_key, revision = u.revision, mapping_version = u.mapping_version,
+    updated_at = CASE WHEN u.revision > tracking_waybill.revision THEN ?2 ELSE tracking_waybill.updated_at END,
+    events = tracking_waybill.events + u.events,
+    last_event_at = CASE WHEN u.events > 0 THEN ?2 ELSE tracking_waybill.last_event_at END
+FROM u
+WHERE tracking_waybill.carrier = ?1 AND tracking_waybill.waybill = u.waybill AND tracking_waybill.revision = u.from_revision
+RETURNING waybill;
+
+-- name: GapOpenBatch
+-- Skipped sequences become gaps unless their evidence is stored (this
+-- push's own events are inserted before).
+INSERT INTO tracking_gap (carrier, waybill, seq, opened_at)
+SELECT ?1, json_extract(value, '$.waybill'), json_extract(value, '$.seq'), ?2 FROM json_each(?3) AS g
+WHERE NOT EXISTS (SELECT 1 FROM tracking_raw_event r WHERE r.carrier = ?1 AND r.waybill = json_extract(g.value, '$.waybill')
+    AND r.seq = json_extract(g.value, '$.seq'))
+ON CONFLICT (carrier, waybill, seq) DO NOTHING
+RETURNING waybill, seq;
+
+-- name: GapCloseBatch
+WITH c AS (
+    SELECT json_extract(value, '$.waybill') AS waybill, json_extract(value, '$.seq') AS seq,
+        json_extract(value, '$.raw_id') AS raw_id
+    FROM json_each(?3))
+UPDATE tracking_gap SET closed_at = ?2, closed_raw_id = c.raw_id
+FROM c
+WHERE tracking_gap.carrier = ?1 AND tracking_gap.waybill = c.waybill AND tracking_gap.seq = c.seq
+    AND tracking_gap.closed_at IS NULL
+RETURNING waybill, seq;
