@@ -61,12 +61,31 @@ func num(f float64) string {
 
 // everyWords says the sampling interval and what is kept.
 func everyWords(lang string, every time.Duration) string {
-	keep := (every * maxSamples).Round(time.Minute)
+	keep := every * maxSamples
 	if lang == langEN {
 		return fmt.Sprintf("Sampled every %s by this process, the last %s kept (%d points); times in %s.",
-			every, keep, maxSamples, zoneWords(lang))
+			durWords(lang, every), durWords(lang, keep), maxSamples, zoneWords(lang))
 	}
-	return fmt.Sprintf("本进程每 %s 采样一次，保留最近 %s（%d 个点）；时间为%s。", every, keep, maxSamples, zoneWords(lang))
+	return fmt.Sprintf("本进程每 %s采样一次，保留最近 %s（%d 个点）；时间为%s。", durWords(lang, every), durWords(lang, keep), maxSamples, zoneWords(lang))
+}
+
+// durWords says a duration in the operator's words ("10 秒", "1 小时").
+func durWords(lang string, d time.Duration) string {
+	unit := func(n float64, zh, en string) string {
+		if lang == langEN {
+			return num(n) + " " + en
+		}
+		return num(n) + " " + zh
+	}
+	switch {
+	case d >= time.Hour && d%(time.Hour/10) == 0:
+		return unit(d.Hours(), "小时", "h")
+	case d >= time.Minute && d%time.Second == 0:
+		return unit(d.Minutes(), "分钟", "min")
+	case d >= time.Second:
+		return unit(d.Seconds(), "秒", "s")
+	}
+	return unit(float64(d.Milliseconds()), "毫秒", "ms")
 }
 
 // zoneWords names the zone times are shown in.
@@ -81,9 +100,9 @@ func drawChart(c chartSpec) template.HTML {
 	if len(c.Times) < 2 {
 		return template.HTML(`<p class="muted">` + template.HTMLEscapeString(word(c.Lang, "no_samples")) + `</p>`)
 	}
-	w, h := 640.0, 200.0
+	w, h := 480.0, 200.0
 	if c.Small {
-		h = 130
+		h = 150
 	}
 	const left, right, top, bottom = 52.0, 12.0, 18.0, 40.0
 	pw, ph := w-left-right, h-top-bottom
@@ -159,7 +178,7 @@ func chart(v *view, d *overviewData, which string) template.HTML {
 	}
 	switch which {
 	case "throughput":
-		c.Unit = fmt.Sprintf(word(v.Lang, "unit_jobs_per"), d.Every)
+		c.Unit = fmt.Sprintf(word(v.Lang, "unit_jobs_per"), durWords(v.Lang, d.Every))
 		c.Series = []series{{Name: word(v.Lang, "completed"), Class: "s1", V: a}, {Name: word(v.Lang, "failures"), Class: "s2", V: f}}
 	case "oldest":
 		c.Unit = word(v.Lang, "unit_seconds")
