@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
 )
 
@@ -70,7 +71,7 @@ func (m *Module[TTx]) Search(ctx context.Context, q string) ([]module.Hit, error
 		return nil, nil
 	}
 	r, err := m.Reservation(ctx, id)
-	if errors.Is(err, keelsql.ErrNoRows) {
+	if errors.Is(err, keelsql.ErrNoRows) || errors.Is(err, keeltype.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

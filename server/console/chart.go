@@ -106,13 +106,18 @@ func drawChart(c chartSpec) template.HTML {
 	}
 	const left, right, top, bottom = 52.0, 12.0, 18.0, 40.0
 	pw, ph := w-left-right, h-top-bottom
-	hi := 0.0
+	hi, whole := 0.0, true
 	for _, s := range c.Series {
 		for _, v := range s.V {
 			hi = max(hi, v)
+			whole = whole && v == math.Trunc(v)
 		}
 	}
 	step := niceStep(hi, 4)
+	if whole {
+		// Counts have whole ticks.
+		step = math.Max(step, 1)
+	}
 	ymax := math.Max(step, math.Ceil(hi/step)*step)
 	n := len(c.Times)
 	x := func(i int) float64 { return left + pw*float64(i)/float64(n-1) }

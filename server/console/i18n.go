@@ -206,6 +206,7 @@ var words = map[string][2]string{
 	"trend":           {"趋势", "Trend"},
 	"open_list":       {"查看列表", "Open the list"},
 	"no_home":         {"该系统没有首页。", "This system has no home."},
+	"pages_of":        {"本系统的页面", "Pages of this system"},
 	"unit_prefix":     {"单位：", "unit: "},
 	"engine_name":     {"引擎", "Engine"},
 }
