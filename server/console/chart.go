@@ -104,7 +104,7 @@ func drawChart(c chartSpec) template.HTML {
 	if c.Small {
 		h = 150
 	}
-	const left, right, top, bottom = 52.0, 12.0, 18.0, 40.0
+	const left, right, top, bottom = 52.0, 12.0, 24.0, 40.0
 	pw, ph := w-left-right, h-top-bottom
 	hi, whole := 0.0, true
 	for _, s := range c.Series {
