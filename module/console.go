@@ -57,10 +57,14 @@ type Homer interface {
 // Hit is one result of a lookup by id: what was found, in the operator's
 // words, and the console path that opens it.
 type Hit struct {
+	// Kind is a stable code of what it is ("payment", "refund"), for API
+	// callers; optional (the console reads KindZH/KindEN).
+	Kind string
 	// KindZH and KindEN name what it is ("支付单", "payment").
 	KindZH, KindEN string
-	// Title is the id as found and a few words of state.
-	Title string
+	// Title is the id as found and a few words of state (in Chinese);
+	// TitleEN is the same in English (empty: Title).
+	Title, TitleEN string
 	// Path opens it, relative to the console root.
 	Path string
 }

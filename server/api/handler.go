@@ -52,6 +52,8 @@ type Handler struct {
 	roles  map[string]auth.Role
 	// modulePatterns are the module routes (absolute paths).
 	modulePatterns []string
+	// searchers are the modules' lookups by id (GET /search).
+	searchers []Searcher
 }
 
 // endpoint handles one route; it returns the status and body to write, or
@@ -95,6 +97,7 @@ func (h *Handler) routes() []route {
 		{"POST", "/batches/{id}/terminate", auth.RoleOperator, h.batchTerminate},
 		{"POST", "/batches/{id}/keys/{key}/resume", auth.RoleOperator, h.batchKeyResume},
 		{"GET", "/audit", auth.RoleViewer, h.auditList},
+		{"GET", "/search", auth.RoleViewer, h.search},
 		{"GET", "/tokens", auth.RoleAdmin, h.tokenList},
 		{"POST", "/tokens", auth.RoleAdmin, h.tokenCreate},
 		{"DELETE", "/tokens/{id}", auth.RoleAdmin, h.tokenRevoke},
@@ -130,6 +133,7 @@ func NewHandler(cfg *Config) (*Handler, error) {
 			h.roles[rt.method+" "+Prefix+rt.pattern] = rt.role
 		}
 	})
+	h.searchers = Searchers(cfg.Modules)
 	if err := h.addModules(r, cfg.Modules); err != nil {
 		return nil, err
 	}

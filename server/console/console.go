@@ -50,37 +50,43 @@ type Console struct {
 	mux     *http.ServeMux
 	sampler *sampler
 	roles   map[string]auth.Role
-	nav     []module.NavItem
+	groups  []*navGroup
+	// searchers are the installed modules' lookups by id.
+	searchers []api.Searcher
 }
 
 type page struct {
 	pattern string
 	role    auth.Role
 	handle  func(c *Console, w http.ResponseWriter, r *http.Request, v *view) error
+	// group is the navigation group the page belongs to ("": the engine's).
+	group string
 }
 
 // pageRoutes is the one place that says which role each console route
 // requires (RoleNone: public). POST routes also require the CSRF token.
 var pageRoutes = []page{
-	{"GET /login", auth.RoleNone, (*Console).loginPage},
-	{"POST /login", auth.RoleNone, (*Console).login},
-	{"POST /logout", auth.RoleViewer, (*Console).logout},
-	{"GET /{$}", auth.RoleViewer, (*Console).overview},
-	{"GET /jobs", auth.RoleViewer, (*Console).jobs},
-	{"GET /jobs/{id}", auth.RoleViewer, (*Console).job},
-	{"POST /jobs/{id}/{action}", auth.RoleOperator, (*Console).jobAction},
-	{"GET /queues", auth.RoleViewer, (*Console).queues},
-	{"POST /queues/{name}/{action}", auth.RoleOperator, (*Console).queueAction},
-	{"GET /keys", auth.RoleViewer, (*Console).keys},
-	{"GET /keys/{key}", auth.RoleViewer, (*Console).key},
-	{"POST /keys/{key}/{action}", auth.RoleOperator, (*Console).keyAction},
-	{"POST /limits", auth.RoleAdmin, (*Console).limitSet},
-	{"POST /limits/delete", auth.RoleAdmin, (*Console).limitDelete},
-	{"GET /batches", auth.RoleViewer, (*Console).batches},
-	{"GET /batches/{id}", auth.RoleViewer, (*Console).batch},
-	{"POST /batches/{id}/{action}", auth.RoleOperator, (*Console).batchAction},
-	{"POST /batches/{id}/keys/{key}/resume", auth.RoleOperator, (*Console).batchKeyResume},
-	{"GET /audit", auth.RoleViewer, (*Console).audit},
+	{"GET /login", auth.RoleNone, (*Console).loginPage, ""},
+	{"POST /login", auth.RoleNone, (*Console).login, ""},
+	{"POST /logout", auth.RoleViewer, (*Console).logout, ""},
+	{"GET /{$}", auth.RoleViewer, (*Console).overview, ""},
+	{"GET /jobs", auth.RoleViewer, (*Console).jobs, ""},
+	{"GET /jobs/{id}", auth.RoleViewer, (*Console).job, ""},
+	{"POST /jobs/{id}/{action}", auth.RoleOperator, (*Console).jobAction, ""},
+	{"GET /queues", auth.RoleViewer, (*Console).queues, ""},
+	{"POST /queues/{name}/{action}", auth.RoleOperator, (*Console).queueAction, ""},
+	{"GET /keys", auth.RoleViewer, (*Console).keys, ""},
+	{"GET /keys/{key}", auth.RoleViewer, (*Console).key, ""},
+	{"POST /keys/{key}/{action}", auth.RoleOperator, (*Console).keyAction, ""},
+	{"POST /limits", auth.RoleAdmin, (*Console).limitSet, ""},
+	{"POST /limits/delete", auth.RoleAdmin, (*Console).limitDelete, ""},
+	{"GET /batches", auth.RoleViewer, (*Console).batches, ""},
+	{"GET /batches/{id}", auth.RoleViewer, (*Console).batch, ""},
+	{"POST /batches/{id}/{action}", auth.RoleOperator, (*Console).batchAction, ""},
+	{"POST /batches/{id}/keys/{key}/resume", auth.RoleOperator, (*Console).batchKeyResume, ""},
+	{"GET /audit", auth.RoleViewer, (*Console).audit, ""},
+	{"GET /search", auth.RoleViewer, (*Console).search, ""},
+	{"GET /home/{module}", auth.RoleViewer, (*Console).home, ""},
 }
 
 // New parses the templates and builds the console.
@@ -93,6 +99,13 @@ func New(cfg *Config) (*Console, error) {
 		c.cfg.Logger = slog.Default()
 	}
 	c.sampler = newSampler(cfg.Engine, cfg.SampleInterval)
+	c.groups = buildNav(cfg.Modules)
+	c.searchers = api.Searchers(cfg.Modules)
+	for _, g := range c.groups {
+		if g.homer != nil {
+			c.sampler.homes = append(c.sampler.homes, homeSource{name: g.Key, homer: g.homer})
+		}
+	}
 	if err := c.parse(); err != nil {
 		return nil, err
 	}
@@ -143,8 +156,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // view is what every template gets.
 type view struct {
-	// Nav are the modules' navigation entries, NavOn the current one.
-	Nav       []module.NavItem
+	// Groups are the navigation: the engine's and each module's group;
+	// GroupOn is the current group's key, NavOn the current page's path.
+	Groups    []*navGroup
+	GroupOn   string
 	NavOn     string
 	Lang      string
 	Page      string
@@ -166,7 +181,11 @@ func (v *view) CanAdmin() bool { return v.Principal != nil && v.Principal.Role.A
 
 func (c *Console) wrap(p page) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := &view{Nav: c.nav, Lang: langOf(w, r), Path: r.URL.Path, Flash: r.URL.Query().Get("flash"), Error: r.URL.Query().Get("err")}
+		group := p.group
+		if group == "" {
+			group = engineGroup
+		}
+		v := &view{Groups: c.groups, GroupOn: group, Lang: langOf(w, r), Path: r.URL.Path, Flash: r.URL.Query().Get("flash"), Error: r.URL.Query().Get("err")}
 		if r.Method == http.MethodPost && !sameOrigin(r) {
 			c.refuse(w, v, "cross-origin form post refused")
 			return
@@ -222,6 +241,9 @@ func (c *Console) render(w http.ResponseWriter, v *view, name string, data any) 
 		return fmt.Errorf("console: no template %q", name)
 	}
 	v.Page, v.Data = name, data
+	if v.NavOn == "" {
+		v.NavOn = enginePages[name]
+	}
 	var b strings.Builder
 	if err := t.Execute(&b, v); err != nil {
 		return fmt.Errorf("rendering %s: %w", name, err)

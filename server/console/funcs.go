@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/keelwork/keel/keeltype"
@@ -125,45 +124,4 @@ func resultText(raw json.RawMessage) string {
 		return "—"
 	}
 	return string(raw)
-}
-
-// chart draws a line chart of up to two series as inline SVG.
-func chart(v *view, samples []sample, which string) template.HTML {
-	if len(samples) < 2 {
-		return template.HTML(`<p class="muted">` + template.HTMLEscapeString(word(v.Lang, "no_samples")) + `</p>`)
-	}
-	const w, h, pad = 600.0, 160.0, 24.0
-	var a, b []float64
-	for _, s := range samples {
-		switch which {
-		case "throughput":
-			a, b = append(a, s.Completed), append(b, s.Failed)
-		default:
-			a = append(a, float64(s.Backlog))
-		}
-	}
-	top := 1.0
-	for _, x := range append(append([]float64{}, a...), b...) {
-		top = max(top, x)
-	}
-	line := func(xs []float64, class string) string {
-		if len(xs) == 0 {
-			return ""
-		}
-		var pts []string
-		for i, x := range xs {
-			px := pad + (w-2*pad)*float64(i)/float64(len(xs)-1)
-			py := h - pad - (h-2*pad)*x/top
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
-		}
-		return fmt.Sprintf(`<polyline class="%s" fill="none" stroke-width="2" points="%s"/>`, class, strings.Join(pts, " "))
-	}
-	first, last := samples[0].At.In(beijing).Format("15:04:05"), samples[len(samples)-1].At.In(beijing).Format("15:04:05")
-	svg := fmt.Sprintf(`<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`+
-		`<line class="axis" x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f"/>`+
-		`<text x="%.0f" y="14" class="tick">%.0f</text><text x="%.0f" y="%.0f" class="tick">%s</text>`+
-		`<text x="%.0f" y="%.0f" class="tick" text-anchor="end">%s</text>%s%s</svg>`,
-		w, h, template.HTMLEscapeString(which), pad, h-pad, w-pad, h-pad, pad, top, pad, h-6, first, w-pad, h-6, last,
-		line(a, "s1"), line(b, "s2"))
-	return template.HTML(svg)
 }

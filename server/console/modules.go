@@ -13,6 +13,10 @@ import (
 // navigation entries.
 func (c *Console) addModules(mods []module.Web) error {
 	for _, m := range mods {
+		group := m.Name()
+		if group == eventsWeb {
+			group = engineGroup
+		}
 		for _, mp := range m.Pages() {
 			role, err := pageRole(mp.Role)
 			if err != nil {
@@ -24,10 +28,9 @@ func (c *Console) addModules(mods []module.Web) error {
 			handle := mp.Handle
 			c.mux.Handle(mp.Pattern, c.wrap(page{mp.Pattern, role, func(c *Console, w http.ResponseWriter, r *http.Request, v *view) error {
 				return c.modulePage(w, r, v, handle)
-			}}))
+			}, group}))
 			c.roles[mp.Pattern] = role
 		}
-		c.nav = append(c.nav, m.Nav()...)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
@@ -23,6 +24,9 @@ func badInput(format string, args ...any) error {
 
 type overviewData struct {
 	Samples []sample
+	Every   time.Duration
+	// Cards are every module's home.
+	Cards   []*homeCard
 	Queues  []*api.Queue
 	Tripped []*api.FlowKey
 	Paused  []*api.FlowKey
@@ -34,7 +38,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) erro
 	if err != nil {
 		return err
 	}
-	d := &overviewData{Samples: c.sampler.snapshot(), Queues: qs}
+	d := &overviewData{Samples: c.sampler.snapshot(), Every: c.sampler.every, Queues: qs, Cards: c.cards(ctx, v.Lang)}
 	tripped, err := c.cfg.Engine.FlowKeyList(ctx, &keel.FlowKeyListParams{OnlyTripped: true, Limit: 20})
 	if err != nil {
 		return err

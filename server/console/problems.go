@@ -53,7 +53,7 @@ func (c *Console) showProblem(w http.ResponseWriter, v *view, p *api.Problem) {
 
 // notFound is the page of a path the console does not have.
 func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
-	v := &view{Nav: c.nav, Lang: langOf(w, r), Path: r.URL.Path}
+	v := &view{Groups: c.groups, GroupOn: engineGroup, Lang: langOf(w, r), Path: r.URL.Path}
 	if pr, err := c.principal(r); err == nil {
 		v.Principal, v.CSRF = pr, pr.CSRF
 	}

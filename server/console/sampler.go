@@ -13,6 +13,22 @@ import (
 // maxSamples keeps the last hour at the default 10 s interval.
 const maxSamples = 360
 
+// homeTimeout bounds one module's home numbers, so that a slow module does
+// not stall the sampling of the others or a page.
+const homeTimeout = 5 * time.Second
+
+// homeSource is a module's home numbers, sampled for their trends.
+type homeSource struct {
+	name  string
+	homer module.Homer
+}
+
+// point is one sample of one home number.
+type point struct {
+	At time.Time
+	V  float64
+}
+
 // sample is one point of the overview charts.
 type sample struct {
 	At        time.Time
@@ -23,14 +39,21 @@ type sample struct {
 }
 
 // sampler records samples in memory; they are a picture, not a record, and
-// start afresh when the process does.
+// start afresh when the process does. The modules' home numbers are kept
+// the same way, maxSamples points per number: they are counts over the
+// database, so every instance draws the same curve, and writing them to a
+// table would add a write per number and interval to the authority for a
+// picture nobody needs after the incident (the records themselves stay in
+// the modules' tables).
 type sampler struct {
 	engine api.Engine
 	every  time.Duration
+	homes  []homeSource
 
 	mu      sync.Mutex
 	samples []sample
-	last    time.Time // end of the previous sample's window
+	trends  map[string]map[string][]point // module → stat key → points
+	last    time.Time                     // end of the previous sample's window
 	life    module.Lifecycle
 }
 
@@ -57,6 +80,7 @@ func (s *sampler) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		s.take(ctx)
+		s.takeHomes(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -96,12 +120,53 @@ func (s *sampler) take(ctx context.Context) {
 	p.Completed = float64(counts[keeltype.JobStateCompleted])
 	p.Failed = float64(counts[keeltype.JobStateFailed] + counts[keeltype.JobStateManual])
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.last = p.At
 	s.samples = append(s.samples, p)
 	if len(s.samples) > maxSamples {
 		s.samples = s.samples[len(s.samples)-maxSamples:]
 	}
+	s.mu.Unlock()
+}
+
+// takeHomes samples every module's home numbers; a module whose numbers
+// cannot be read this time has a gap in its trend, nothing else.
+func (s *sampler) takeHomes(ctx context.Context) {
+	for _, h := range s.homes {
+		hctx, cancel := context.WithTimeout(ctx, homeTimeout)
+		stats, err := h.homer.Home(hctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		s.record(h.name, time.Now(), stats)
+	}
+}
+
+func (s *sampler) record(name string, at time.Time, stats []module.Stat) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.trends == nil {
+		s.trends = map[string]map[string][]point{}
+	}
+	m := s.trends[name]
+	if m == nil {
+		m = map[string][]point{}
+		s.trends[name] = m
+	}
+	for _, st := range stats {
+		pts := append(m[st.Key], point{At: at, V: st.Value})
+		if len(pts) > maxSamples {
+			pts = pts[len(pts)-maxSamples:]
+		}
+		m[st.Key] = pts
+	}
+}
+
+// trend is a copy of one home number's samples.
+func (s *sampler) trend(name, key string) []point {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]point(nil), s.trends[name][key]...)
 }
 
 func (s *sampler) snapshot() []sample {

@@ -58,3 +58,18 @@
     });
   }
 })();
+
+// The menu button (narrow windows): shows the side bar of every system's
+// pages over the page, and hides it again.
+(function () {
+  "use strict";
+  var btn = document.getElementById("menu");
+  var top = document.getElementById("top");
+  if (!btn || !top) {
+    return;
+  }
+  btn.addEventListener("click", function () {
+    var open = top.classList.toggle("open");
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+})();
