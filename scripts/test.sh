@@ -10,7 +10,8 @@
 #    KEEL_TEST_NATS_URL;
 # 2. makes sure a C compiler (for -race) and Debian's chromium (for the console
 #    browser tests; KEEL_TEST_CHROMIUM) are installed;
-# 3. go vet, then go test -race -count=1 -timeout 18m on the packages (./... by
+# 3. go vet, then (full run) delivery's requeue tests on SQLite without -race,
+#    then go test -race -count=1 -timeout 18m on the packages (./... by
 #    default), then — on a full run — vet and test the separate module in bench/;
 # 4. prints a summary and exits non-zero if any step failed.
 #
@@ -166,6 +167,11 @@ if (($# == 0)); then
 	step "go test -race -count=1 $isolated (alone)" \
 		go test -race -count=1 -timeout 5m "$isolated"
 	mapfile -t args < <(go list ./... | grep -vx "$isolated")
+	# Delivery's requeue tests on SQLite, without -race: the detector
+	# instruments modernc's SQLite (C compiled to Go) so heavily that under
+	# it they would measure the instrumentation (modules/delivery/race_on_test.go).
+	step "go test -count=1 delivery requeue tests on SQLite (no -race)" \
+		go test -count=1 -timeout 8m -run '^(TestDRQ.*|TestPreviewTokenOnce)$/^sqlite$' ./modules/delivery/
 fi
 # The main suite runs last so that its output closes the log.
 step "go test -race -count=1 -timeout 18m (${#args[@]} packages)" \

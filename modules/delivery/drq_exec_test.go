@@ -173,7 +173,9 @@ func TestDRQ006(t *testing.T) {
 }
 
 func testDRQ006[TTx any](t *testing.T, e *env[TTx]) {
-	i := e.start(testSettings("ack_timeout", "2s", "ack_inline", "300ms"))
+	// 5 s: the held item is answered only after the test saw it waiting,
+	// which on a loaded machine can take longer than a shorter timeout.
+	i := e.start(testSettings("ack_timeout", "5s", "ack_inline", "300ms"))
 	ent := e.enterprise(i, "Acme")
 	app := e.app(i, ent, "acks", "k01", ProtoCMPP30, "")
 	release := make(chan struct{})
