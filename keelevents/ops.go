@@ -445,7 +445,7 @@ func (e *Events[TTx]) Replay(ctx context.Context, manualID int64, reason string)
 		if _, err := tx.Exec(ctx, e.d.sql("InboxReplayed"), m.Consumer, m.Message.Topic, m.Message.ID, d.Attempt, now()); err != nil {
 			return err
 		}
-		if err := callHandle(ctx, c.Handle, tx, d); err != nil {
+		if err := c.apply(ctx, tx, []*Delivery{d}); err != nil {
 			return &handlerError{err}
 		}
 		return client.AuditRecordTx(ctx, tx.Native(), audit)
