@@ -47,6 +47,8 @@ type EventsConfig struct {
 	// InboxBatch is the consumer's Batch: up to that many deliveries share
 	// one inbox transaction (default 100; 1 is one transaction per event).
 	InboxBatch int
+	// RelayLanes is keelevents.Config.RelayLanes (0: its default).
+	RelayLanes int
 	// Concurrency is the JetStream bus's handler calls in flight per
 	// unordered subscription (jetstream.Config.Concurrency; default its
 	// default).
@@ -224,7 +226,8 @@ func (r *eventsRun) dropStream(ctx context.Context) {
 }
 
 func (r *eventsRun) config(relay bool) *keelevents.Config {
-	return &keelevents.Config{Partitions: r.c.Partitions, DisableRelay: !relay, StatsInterval: time.Hour, Logger: r.c.Logger}
+	return &keelevents.Config{Partitions: r.c.Partitions, DisableRelay: !relay, StatsInterval: time.Hour, Logger: r.c.Logger,
+		RelayLanes: r.c.RelayLanes}
 }
 
 // newEvents builds Events whose consumer (if consume) counts commits: the

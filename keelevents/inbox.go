@@ -115,7 +115,12 @@ func (e *Events[TTx]) Consume(c Consumer[TTx]) error {
 }
 
 func (c *consumer[TTx]) subscription() Subscription {
-	return Subscription{Consumer: c.Name, Topics: c.Topics, Ordered: c.Ordered, AckWait: c.AckWait, Backoff: c.Backoff}
+	sub := Subscription{Consumer: c.Name, Topics: c.Topics, Ordered: c.Ordered, AckWait: c.AckWait, Backoff: c.Backoff}
+	if c.Batch > 1 {
+		// Two batches' worth: one committing, the next one filling.
+		sub.InFlight = 2 * c.Batch
+	}
+	return sub
 }
 
 // outcome of one delivery at the inbox.

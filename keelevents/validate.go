@@ -206,6 +206,9 @@ func validateSubscription(sub *Subscription) error {
 	if sub.AckWait < 0 {
 		return invalid("AckWait is negative")
 	}
+	if sub.InFlight < 0 || sub.InFlight > MaxInFlight {
+		return invalid("InFlight must be 0..%d", MaxInFlight)
+	}
 	if sub.AckWait == 0 {
 		sub.AckWait = DefaultAckWait
 	}

@@ -110,6 +110,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&phases, "phases", "relay,e2e,latency,memory", "events: phases to run")
 	cmd.Flags().BoolVar(&ev.Ordered, "ordered", false, "events: ordered (per-partition) consumer")
 	cmd.Flags().IntVar(&ev.InboxBatch, "inbox-batch", 100, "events: deliveries per inbox transaction (1: one transaction per event)")
+	cmd.Flags().IntVar(&ev.RelayLanes, "relay-lanes", 0, "events: relay publish loops (0: keelevents.DefaultRelayLanes; 1: one batch in flight)")
 	cmd.Flags().IntVar(&ev.Concurrency, "concurrency", 0, "events: JetStream handler calls in flight per unordered subscription (0: the bus default)")
 	cmd.Flags().IntVarP(&cfg.N, "n", "n", 100000, "drain: number of jobs")
 	cmd.Flags().DurationVar(&cfg.Duration, "duration", 10*time.Second, "continuous/latency: how long")
