@@ -221,7 +221,7 @@ func runMode(ctx context.Context, cfg *runConfig, o *options, out io.Writer) (*m
 				s.River = append(s.River, r)
 			}
 		}
-		fmt.Fprintf(out, "round %d/%d ratio %s\n", round, rounds, ratioText(s.Keel[round-1], s.River[round-1]))
+		fmt.Fprintf(out, "round %d/%d ratio %s%s\n", round, rounds, ratioText(s.Keel[round-1], s.River[round-1]), loadText())
 	}
 	if o.RiverDefaults {
 		checkpoint(ctx, cfg.DatabaseURL)
@@ -326,4 +326,19 @@ func describeDB(ctx context.Context, url string) string {
 		return "database settings unreadable: " + err.Error()
 	}
 	return fmt.Sprintf("PostgreSQL %s (synchronous_commit %s, fsync %s)", version, syncCommit, fsync)
+}
+
+// loadText is the machine's load averages (1, 5, 15 minutes) for a round's
+// line, so a figure says what else was running beside it; empty where
+// /proc/loadavg does not exist.
+func loadText() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return "; load average " + strings.Join(f[:3], " ")
 }

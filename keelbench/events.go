@@ -44,6 +44,15 @@ type EventsConfig struct {
 	Keys, Partitions int
 	// Ordered makes the consumer ordered per partition.
 	Ordered bool
+	// InboxBatch is the consumer's Batch: up to that many deliveries share
+	// one inbox transaction (default 100; 1 is one transaction per event).
+	InboxBatch int
+	// RelayLanes is keelevents.Config.RelayLanes (0: its default).
+	RelayLanes int
+	// Concurrency is the JetStream bus's handler calls in flight per
+	// unordered subscription (jetstream.Config.Concurrency; default its
+	// default).
+	Concurrency int
 	// Phases to run: relay, e2e, latency, memory; all when empty.
 	Phases []string
 	// Logger for the engines' messages; nil discards.
@@ -62,6 +71,8 @@ type EventsResult struct {
 	// backlog lives in the database); TablePer1000 their outbox bytes.
 	HeapPer1000, TablePer1000 float64
 	Ordered                   bool
+	// InboxBatch is the consumer's Batch in the run.
+	InboxBatch int
 }
 
 func (r *EventsResult) String() string {
@@ -74,7 +85,8 @@ func (r *EventsResult) String() string {
 		fmt.Fprintf(&b, "events relay: %d events outbox→JetStream in %.2fs, %.0f events/s\n", r.N, r.RelayElapsed.Seconds(), r.RelayPerSec)
 	}
 	if r.E2EPerSec > 0 {
-		fmt.Fprintf(&b, "events end to end (%s inbox consumer): %d events in %.2fs, %.0f events/s\n", mode, r.N, r.E2EElapsed.Seconds(), r.E2EPerSec)
+		fmt.Fprintf(&b, "events end to end (%s inbox consumer, up to %d events per inbox transaction): %d events in %.2fs, %.0f events/s\n",
+			mode, max(r.InboxBatch, 1), r.N, r.E2EElapsed.Seconds(), r.E2EPerSec)
 	}
 	if r.LatencyEvents > 0 {
 		fmt.Fprintf(&b, "events latency: %d events at %.0f events/s offered, EmitTx commit→consumer commit p50 %s, p90 %s, p99 %s, max %s\n",
@@ -108,11 +120,14 @@ func RunEvents(ctx context.Context, cfg *EventsConfig) (*EventsResult, error) {
 	if c.Partitions == 0 {
 		c.Partitions = keelevents.DefaultPartitions
 	}
+	if c.InboxBatch == 0 {
+		c.InboxBatch = 100
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if c.N < 1 || c.Rate < 1 || c.Duration <= 0 || c.Keys < 1 {
-		return nil, errors.New("keelbench: events needs -n, --rate, --duration and keys ≥ 1")
+	if c.N < 1 || c.Rate < 1 || c.Duration <= 0 || c.Keys < 1 || c.InboxBatch < 1 || c.InboxBatch > keelevents.MaxBatch || c.Concurrency < 0 {
+		return nil, fmt.Errorf("keelbench: events needs -n, --rate, --duration and keys ≥ 1, an inbox batch of 1..%d and a concurrency ≥ 0", keelevents.MaxBatch)
 	}
 	if len(c.Phases) == 0 {
 		c.Phases = []string{"relay", "e2e", "latency", "memory"}
@@ -130,7 +145,7 @@ func RunEvents(ctx context.Context, cfg *EventsConfig) (*EventsResult, error) {
 		defer s.Shutdown()
 		c.NATSURL = s.URL()
 	}
-	res := &EventsResult{N: c.N, Ordered: c.Ordered}
+	res := &EventsResult{N: c.N, Ordered: c.Ordered, InboxBatch: c.InboxBatch}
 	for _, p := range c.Phases {
 		var err error
 		switch p {
@@ -191,7 +206,8 @@ func eventsPhase(ctx context.Context, c *EventsConfig, f func(*eventsRun) error)
 	if _, err := m.Up(ctx, nil); err != nil {
 		return err
 	}
-	bus, err := jetstream.New(ctx, jetstream.Config{URL: c.NATSURL, Partitions: c.Partitions, MaxAge: time.Hour, Logger: c.Logger})
+	bus, err := jetstream.New(ctx, jetstream.Config{URL: c.NATSURL, Partitions: c.Partitions, MaxAge: time.Hour, Logger: c.Logger,
+		Concurrency: c.Concurrency})
 	if err != nil {
 		return err
 	}
@@ -210,7 +226,8 @@ func (r *eventsRun) dropStream(ctx context.Context) {
 }
 
 func (r *eventsRun) config(relay bool) *keelevents.Config {
-	return &keelevents.Config{Partitions: r.c.Partitions, DisableRelay: !relay, StatsInterval: time.Hour, Logger: r.c.Logger}
+	return &keelevents.Config{Partitions: r.c.Partitions, DisableRelay: !relay, StatsInterval: time.Hour, Logger: r.c.Logger,
+		RelayLanes: r.c.RelayLanes}
 }
 
 // newEvents builds Events whose consumer (if consume) counts commits: the
@@ -223,7 +240,7 @@ func (r *eventsRun) newEvents(relay, consume bool) (*keelevents.Events[pgx.Tx], 
 	}
 	if consume {
 		err = ev.Consume(keelevents.Consumer[pgx.Tx]{Name: "bench", Topics: []string{r.topic}, Ordered: r.c.Ordered,
-			Handle: func(context.Context, keelsql.Tx[pgx.Tx], *keelevents.Delivery) error { return nil }})
+			Batch: r.c.InboxBatch, Handle: func(context.Context, keelsql.Tx[pgx.Tx], *keelevents.Delivery) error { return nil }})
 	}
 	return ev, err
 }

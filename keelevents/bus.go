@@ -85,7 +85,16 @@ type Subscription struct {
 	// Backoff is the wait before redelivering after a handler error, by
 	// attempt; the last entry repeats (default DefaultBackoff).
 	Backoff []time.Duration
+	// InFlight asks for at least this many handler calls in flight per
+	// instance of an unordered subscription (0: the bus's default). A
+	// consumer that commits deliveries in batches asks for enough to fill
+	// them: its waiting calls cost a goroutine each, not a transaction.
+	// Ordered subscriptions have one call per partition whatever it says.
+	InFlight int
 }
+
+// MaxInFlight bounds Subscription.InFlight.
+const MaxInFlight = 4096
 
 // DefaultAckWait is Subscription.AckWait's default.
 const DefaultAckWait = 30 * time.Second

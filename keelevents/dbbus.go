@@ -251,7 +251,7 @@ func (b *DatabaseBus[TTx]) Subscribe(ctx context.Context, sub Subscription, h Ha
 		cancel:  cancel,
 		done:    make(chan struct{}),
 		handCtx: ctx,
-		slots:   make(chan struct{}, b.cfg.MaxInFlight),
+		slots:   make(chan struct{}, max(b.cfg.MaxInFlight, sub.InFlight)),
 	}
 	b.subs[s] = struct{}{}
 	go s.run(loopCtx, ctx)

@@ -30,6 +30,13 @@ type Config struct {
 	// RelayBatch bounds the events one relay publish carries (default
 	// DefaultRelayBatch).
 	RelayBatch int
+	// RelayLanes is how many publish loops a relay runs over its
+	// partitions, partition p in lane p mod RelayLanes (default
+	// DefaultRelayLanes; at most Partitions are busy). Each lane has one
+	// batch in flight, so lanes overlap one batch's database round trips
+	// with another's publish; per-key order holds since a partition stays
+	// in one lane.
+	RelayLanes int
 	// LeaseTTL is how long a relay holds a partition without renewing it;
 	// a dead relay's partitions move after it (default DefaultLeaseTTL).
 	LeaseTTL time.Duration
@@ -61,6 +68,7 @@ type Config struct {
 const (
 	DefaultPartitions     = 16
 	DefaultRelayBatch     = 500
+	DefaultRelayLanes     = 4
 	DefaultLeaseTTL       = 15 * time.Second
 	DefaultPublishTimeout = 5 * time.Second
 	DefaultRetention      = 7 * 24 * time.Hour
@@ -77,7 +85,8 @@ func (c *Config) withDefaults() (Config, error) {
 		out = *c
 	}
 	for name, v := range map[string]int64{"Partitions": int64(out.Partitions), "RelayBatch": int64(out.RelayBatch),
-		"LeaseTTL": int64(out.LeaseTTL), "PublishTimeout": int64(out.PublishTimeout), "Retention": int64(out.Retention),
+		"RelayLanes": int64(out.RelayLanes),
+		"LeaseTTL":   int64(out.LeaseTTL), "PublishTimeout": int64(out.PublishTimeout), "Retention": int64(out.Retention),
 		"MinPoll": int64(out.MinPoll), "MaxPoll": int64(out.MaxPoll), "StatsInterval": int64(out.StatsInterval)} {
 		if v < 0 {
 			return out, invalid("Config.%s is negative", name)
@@ -90,6 +99,10 @@ func (c *Config) withDefaults() (Config, error) {
 		return out, invalid("Config.RelayBatch is %d; at most 10000", out.RelayBatch)
 	}
 	out.RelayBatch = cmp.Or(out.RelayBatch, DefaultRelayBatch)
+	if out.RelayLanes > 64 {
+		return out, invalid("Config.RelayLanes is %d; at most 64", out.RelayLanes)
+	}
+	out.RelayLanes = cmp.Or(out.RelayLanes, DefaultRelayLanes)
 	out.LeaseTTL = cmp.Or(out.LeaseTTL, DefaultLeaseTTL)
 	out.PublishTimeout = cmp.Or(out.PublishTimeout, DefaultPublishTimeout)
 	out.Retention = cmp.Or(out.Retention, DefaultRetention)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/keelwork/keel/keelsql"
@@ -31,13 +33,53 @@ type Consumer[TTx any] struct {
 	AckWait time.Duration
 	Backoff []time.Duration
 	// Handle applies the event in tx. An error rolls the transaction back
-	// (inbox row included) and the event is redelivered.
+	// (inbox row included) and the event is redelivered. Exactly one of
+	// Handle and HandleBatch is set.
 	Handle func(ctx context.Context, tx keelsql.Tx[TTx], d *Delivery) error
+	// HandleBatch applies several events in tx at once (a set-based effect:
+	// one multi-row statement for the batch), in delivery order. It implies
+	// Batch (default DefaultBatch). An error rolls the whole batch back and
+	// its events are then handled one per transaction, HandleBatch called
+	// with one delivery each, so a failing event is isolated and the others
+	// commit.
+	HandleBatch func(ctx context.Context, tx keelsql.Tx[TTx], ds []*Delivery) error
+	// Batch lets up to Batch deliveries share one transaction: deliveries
+	// that arrive while this consumer's previous transaction commits are
+	// applied together in the next one, with one inbox statement for all of
+	// them (group commit: nothing waits for a batch to fill, so a lone
+	// event is not delayed). Each event is still deduplicated by (consumer,
+	// topic, event id) and digest; a redelivered or conflicting one inside a
+	// batch is absorbed or quarantined as alone. If the transaction fails,
+	// every event of the batch is retried alone in its own transaction, so
+	// one failing event goes to redelivery or manual without the others.
+	// With Handle, the handler is called once per event in the shared
+	// transaction, and again for each event if the batch is retried alone:
+	// only what it does in tx counts once. 0 or 1: one event per
+	// transaction.
+	Batch int
 }
+
+// DefaultBatch is Consumer.Batch's default with HandleBatch.
+const DefaultBatch = 100
+
+// MaxBatch bounds Consumer.Batch.
+const MaxBatch = 1000
 
 type consumer[TTx any] struct {
 	Consumer[TTx]
 	e *Events[TTx]
+
+	mu       sync.Mutex
+	queue    []*waiting // deliveries waiting for the next batch
+	flushing bool       // a flusher goroutine is running
+}
+
+// waiting is a delivery queued for a batch and the channel its result is
+// sent on.
+type waiting struct {
+	d      *Delivery
+	digest string
+	done   chan error
 }
 
 // Consume registers a consumer; call it before Start.
@@ -47,13 +89,19 @@ func (e *Events[TTx]) Consume(c Consumer[TTx]) error {
 	if err := validateSubscription(&sub); err != nil {
 		return err
 	}
-	if c.Handle == nil {
-		return invalid("consumer %s has no Handle", c.Name)
+	if (c.Handle == nil) == (c.HandleBatch == nil) {
+		return invalid("consumer %s needs exactly one of Handle and HandleBatch", c.Name)
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 1000 {
 		return invalid("consumer %s: MaxAttempts must be 0..1000", c.Name)
 	}
+	if c.Batch < 0 || c.Batch > MaxBatch {
+		return invalid("consumer %s: Batch must be 0..%d", c.Name, MaxBatch)
+	}
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	if c.HandleBatch != nil {
+		c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.started {
@@ -67,7 +115,12 @@ func (e *Events[TTx]) Consume(c Consumer[TTx]) error {
 }
 
 func (c *consumer[TTx]) subscription() Subscription {
-	return Subscription{Consumer: c.Name, Topics: c.Topics, Ordered: c.Ordered, AckWait: c.AckWait, Backoff: c.Backoff}
+	sub := Subscription{Consumer: c.Name, Topics: c.Topics, Ordered: c.Ordered, AckWait: c.AckWait, Backoff: c.Backoff}
+	if c.Batch > 1 {
+		// Two batches' worth: one committing, the next one filling.
+		sub.InFlight = 2 * c.Batch
+	}
+	return sub
 }
 
 // outcome of one delivery at the inbox.
@@ -81,6 +134,14 @@ const (
 
 // handle is the bus handler of the consumer.
 func (c *consumer[TTx]) handle(ctx context.Context, d *Delivery) error {
+	if c.Batch > 1 {
+		return c.handleBatched(ctx, d)
+	}
+	return c.handleOne(ctx, d)
+}
+
+// handleOne applies one delivery in its own transaction.
+func (c *consumer[TTx]) handleOne(ctx context.Context, d *Delivery) error {
 	e := c.e
 	// The digest the inbox compares is the payload's own, whatever the bus
 	// says: a message altered on the way is a different payload.
@@ -96,7 +157,7 @@ func (c *consumer[TTx]) handle(ctx context.Context, d *Delivery) error {
 			out, err = c.seen(ctx, tx, d, digest)
 			return err
 		}
-		return callHandle(ctx, c.Handle, tx, d)
+		return c.apply(ctx, tx, []*Delivery{d})
 	})
 	if err == nil {
 		switch out {
@@ -169,13 +230,152 @@ func (c *consumer[TTx]) toManual(ctx context.Context, d *Delivery, digest string
 	})
 }
 
-func callHandle[TTx any](ctx context.Context, h func(context.Context, keelsql.Tx[TTx], *Delivery) error, tx keelsql.Tx[TTx], d *Delivery) (err error) {
+// apply runs the consumer's handler on ds in tx: HandleBatch once, or
+// Handle per delivery in order. A panic is an error like any other.
+func (c *consumer[TTx]) apply(ctx context.Context, tx keelsql.Tx[TTx], ds []*Delivery) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("keelevents: handler panicked: %v", r)
 		}
 	}()
-	return h(ctx, tx, d)
+	if c.HandleBatch != nil {
+		return c.HandleBatch(ctx, tx, ds)
+	}
+	for _, d := range ds {
+		if err := c.Handle(ctx, tx, d); err != nil {
+			if len(ds) > 1 {
+				return fmt.Errorf("%s/%s: %w", d.Topic, d.ID, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// handleBatched queues d for the consumer's next batch transaction and
+// waits for its outcome. The first delivery to find no flusher running
+// starts one; the flusher takes whatever has queued (up to Batch) each
+// time a transaction ends, so a batch is what arrived during the previous
+// commit and nothing waits for a batch to fill.
+func (c *consumer[TTx]) handleBatched(ctx context.Context, d *Delivery) error {
+	w := &waiting{d: d, digest: Digest(d.Payload), done: make(chan error, 1)}
+	c.mu.Lock()
+	c.queue = append(c.queue, w)
+	if !c.flushing {
+		c.flushing = true
+		// The flusher outlives this call's context: the other deliveries
+		// of its batch are not this one's to cancel. A delivery whose
+		// context ends stops waiting; if its batch commits anyway, the
+		// redelivery is absorbed by the inbox.
+		go c.flush(context.WithoutCancel(ctx))
+	}
+	c.mu.Unlock()
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *consumer[TTx]) flush(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), c.Batch)
+		if n == 0 {
+			c.flushing = false
+			c.queue = nil
+			c.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(c.queue[:n])
+		c.queue = slices.Delete(c.queue, 0, n)
+		c.mu.Unlock()
+		c.runBatch(ctx, batch)
+	}
+}
+
+// runBatch applies a batch in one transaction: one statement inserts the
+// inbox rows, the deliveries whose row existed already are absorbed or
+// quarantined one by one (seen), and the handler gets the new ones. If
+// anything fails, each delivery is handled alone (handleOne), so a failing
+// event is redelivered or sent to manual on its own budget and the others
+// commit.
+func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting) {
+	if len(batch) == 1 {
+		batch[0].done <- c.handleOne(ctx, batch[0].d)
+		return
+	}
+	e := c.e
+	// The same event twice in one batch (a redelivery racing the first
+	// delivery): the later copies are handled after the batch, alone, and
+	// so are absorbed like any redelivery.
+	type tid struct{ topic, id string }
+	first := make([]*waiting, 0, len(batch))
+	var again []*waiting
+	in := make(map[tid]bool, len(batch))
+	for _, w := range batch {
+		k := tid{w.d.Topic, w.d.ID}
+		if in[k] {
+			again = append(again, w)
+			continue
+		}
+		in[k] = true
+		first = append(first, w)
+	}
+	outs := make([]outcome, len(first))
+	err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		rows, err := tx.Query(ctx, e.d.sql("InboxInsertMany"), e.d.inboxRows(c.Name, first, now())...)
+		ins, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (tid, error) {
+			var k tid
+			return k, rs.Scan(&k.topic, &k.id)
+		})
+		if err != nil {
+			return fmt.Errorf("writing %d inbox rows: %w", len(first), err)
+		}
+		inserted := make(map[tid]bool, len(ins))
+		for _, k := range ins {
+			inserted[k] = true
+		}
+		fresh := make([]*Delivery, 0, len(first))
+		for i, w := range first {
+			if inserted[tid{w.d.Topic, w.d.ID}] {
+				outs[i] = applied
+				fresh = append(fresh, w.d)
+				continue
+			}
+			if outs[i], err = c.seen(ctx, tx, w.d, w.digest); err != nil {
+				return err
+			}
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		return c.apply(ctx, tx, fresh)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.cfg.Logger.Debug("keelevents: batch failed, handling its events one by one", "consumer", c.Name,
+				"events", len(first), "err", err)
+		}
+		again = append(first, again...)
+	} else {
+		var nApplied, nDup int
+		for i, w := range first {
+			switch outs[i] {
+			case applied:
+				nApplied++
+			case duplicate:
+				nDup++
+			}
+			w.done <- nil
+		}
+		e.m.applied.WithLabelValues(c.Name).Add(float64(nApplied))
+		e.m.duplicates.WithLabelValues(c.Name).Add(float64(nDup))
+	}
+	for _, w := range again {
+		w.done <- c.handleOne(ctx, w.d)
+	}
 }
 
 // ApplyIfNewer is the guard of a version-monotonic projection: in tx, it

@@ -429,7 +429,7 @@ func (e *Events[TTx]) Replay(ctx context.Context, manualID int64, reason string)
 	c := e.consumers[m.Consumer]
 	e.mu.Unlock()
 	if c == nil {
-		return fmt.Errorf("keelevents: consumer %s is not registered in this process", m.Consumer)
+		return fmt.Errorf("%w: consumer %s (manual event %d stays manual)", ErrNotRegistered, m.Consumer, manualID)
 	}
 	audit := keel.Audit{Action: "events.replay", Target: fmt.Sprintf("events/manual/%d", manualID), Reason: reason,
 		Context: map[string]any{"consumer": m.Consumer, "topic": m.Message.Topic, "event_id": m.Message.ID, "digest": m.Message.Digest}}
@@ -445,7 +445,7 @@ func (e *Events[TTx]) Replay(ctx context.Context, manualID int64, reason string)
 		if _, err := tx.Exec(ctx, e.d.sql("InboxReplayed"), m.Consumer, m.Message.Topic, m.Message.ID, d.Attempt, now()); err != nil {
 			return err
 		}
-		if err := callHandle(ctx, c.Handle, tx, d); err != nil {
+		if err := c.apply(ctx, tx, []*Delivery{d}); err != nil {
 			return &handlerError{err}
 		}
 		return client.AuditRecordTx(ctx, tx.Native(), audit)
@@ -460,7 +460,7 @@ func (e *Events[TTx]) Replay(ctx context.Context, manualID int64, reason string)
 			audit.Context["error"] = truncate(herr.err.Error(), 500)
 			return client.AuditRecordTx(ctx, tx.Native(), audit)
 		})
-		return errors.Join(fmt.Errorf("replaying manual event %d: %w", manualID, herr.err), ferr)
+		return errors.Join(fmt.Errorf("replaying manual event %d: %w: %w", manualID, ErrReplayFailed, herr.err), ferr)
 	}
 	if err != nil {
 		return fmt.Errorf("replaying manual event %d: %w", manualID, err)

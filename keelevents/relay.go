@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/keelwork/keel/keelsql"
@@ -24,7 +25,10 @@ import (
 type relay[TTx any] struct {
 	e     *Events[TTx]
 	owner string
-	held  map[int]int64 // partition -> fence
+	// mu guards held: the lanes read it and drop what a fence took away,
+	// rebalance renews, takes and gives back.
+	mu   sync.Mutex
+	held map[int]int64 // partition -> fence
 }
 
 type leaseRow struct {
@@ -34,22 +38,61 @@ type leaseRow struct {
 	expires time.Time
 }
 
+// run keeps the leases and runs Config.RelayLanes lanes, each publishing
+// the held partitions p with p mod lanes = its number: a batch's database
+// round trips (select, mark) and its publish acknowledgements then overlap
+// with the other lanes' instead of following one another. A partition
+// always belongs to the same lane, so its events are published by one loop,
+// in order.
 func (r *relay[TTx]) run(ctx context.Context) {
 	cfg := &r.e.cfg
 	tick := time.NewTicker(cfg.LeaseTTL / 3)
 	defer tick.Stop()
 	defer r.releaseAll()
 	r.rebalance(ctx)
+	lanes := max(cfg.RelayLanes, 1)
+	wakes := make([]chan struct{}, lanes)
+	var wg sync.WaitGroup
+	defer wg.Wait() // before releaseAll: no lane marks after the release
+	for i := range wakes {
+		wakes[i] = make(chan struct{}, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.lane(ctx, i, lanes, wakes[i])
+		}()
+	}
+	kick := func() {
+		for _, w := range wakes {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			r.rebalance(ctx)
+			kick() // partitions taken over may have a backlog
+		case <-r.e.relayWake:
+			kick()
+		}
+	}
+}
+
+// lane publishes its partitions' batches back to back while they have
+// events, then polls from MinPoll doubling to MaxPoll, woken early by an
+// EmitTx or a notification.
+func (r *relay[TTx]) lane(ctx context.Context, lane, lanes int, wake <-chan struct{}) {
+	cfg := &r.e.cfg
 	poll := cfg.MinPoll
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	for ctx.Err() == nil {
-		select {
-		case <-tick.C:
-			r.rebalance(ctx)
-		default:
-		}
-		n, err := r.publishOnce(ctx)
+		n, err := r.publishParts(ctx, r.laneParts(lane, lanes))
 		if err != nil && ctx.Err() == nil {
 			cfg.Logger.Warn("keelevents: relay publish", "err", err)
 			poll = cfg.MaxPoll
@@ -66,14 +109,26 @@ func (r *relay[TTx]) run(ctx context.Context) {
 		timer.Reset(poll)
 		select {
 		case <-ctx.Done():
-		case <-tick.C:
-			r.rebalance(ctx)
-		case <-r.e.relayWake:
+		case <-wake:
 			poll = cfg.MinPoll
 		case <-timer.C:
 			poll = min(2*poll, cfg.MaxPoll)
 		}
 	}
+}
+
+// laneParts lists the held partitions of one lane, sorted.
+func (r *relay[TTx]) laneParts(lane, lanes int) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var parts []int
+	for p := range r.held {
+		if p%lanes == lane {
+			parts = append(parts, p)
+		}
+	}
+	slices.Sort(parts)
+	return parts
 }
 
 // rebalance renews the held leases, then takes or gives back partitions so
@@ -85,6 +140,10 @@ func (r *relay[TTx]) rebalance(ctx context.Context) {
 }
 
 func (r *relay[TTx]) rebalanceErr(ctx context.Context) error {
+	// Held for the whole rebalance (a few statements every LeaseTTL/3): a
+	// lane then sees the partitions before or after it, never half way.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	e := r.e
 	ttl := e.cfg.LeaseTTL
 	at := now()
@@ -156,6 +215,8 @@ func (r *relay[TTx]) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	e := r.e
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for p, f := range r.held {
 		_, _ = e.db.Exec(ctx, e.d.sql("LeaseRelease"), p, r.owner, f, time.Unix(0, 0).UTC())
 	}
@@ -169,14 +230,22 @@ type pendingRow struct {
 	Message
 }
 
-// publishOnce publishes the next batch of the held partitions and marks
-// what the bus acknowledged; it returns how many it marked.
+// publishOnce publishes the next batch of all the held partitions (see
+// publishParts).
 func (r *relay[TTx]) publishOnce(ctx context.Context) (int, error) {
+	r.mu.Lock()
+	parts := slices.Sorted(maps.Keys(r.held))
+	r.mu.Unlock()
+	return r.publishParts(ctx, parts)
+}
+
+// publishParts publishes the next batch of parts (held partitions) and
+// marks what the bus acknowledged; it returns how many it marked.
+func (r *relay[TTx]) publishParts(ctx context.Context, parts []int) (int, error) {
 	e := r.e
-	if len(r.held) == 0 {
+	if len(parts) == 0 {
 		return 0, nil
 	}
-	parts := slices.Sorted(maps.Keys(r.held))
 	rows, err := e.db.Query(ctx, e.d.sql("OutboxPending"), e.d.ints(parts), e.cfg.RelayBatch)
 	pending, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (pendingRow, error) {
 		m, err := scanMessageSeq(rs)
@@ -231,11 +300,13 @@ func (r *relay[TTx]) mark(ctx context.Context, rows []pendingRow) (int, error) {
 		return 0, err
 	}
 	fences := make([]int64, parts)
+	r.mu.Lock()
 	for p, f := range r.held {
 		if p < parts {
 			fences[p] = f
 		}
 	}
+	r.mu.Unlock()
 	seqs := make([]int64, len(rows))
 	want := map[int]int{}
 	for i, p := range rows {
@@ -253,13 +324,15 @@ func (r *relay[TTx]) mark(ctx context.Context, rows []pendingRow) (int, error) {
 	for _, p := range got {
 		want[p]--
 	}
+	r.mu.Lock()
 	for p, missing := range want {
-		if missing > 0 {
+		if missing > 0 && r.held[p] == fences[p] {
 			// The fence moved: another relay holds the partition now.
 			delete(r.held, p)
 			e.m.fencedMarks.Inc()
 		}
 	}
+	r.mu.Unlock()
 	e.m.published.Add(float64(len(got)))
 	return len(got), nil
 }

@@ -104,3 +104,25 @@ func decodeHeaders(s string) (map[string]string, error) {
 	}
 	return h, nil
 }
+
+// inboxRows passes a batch's inbox rows to InboxInsertMany: a column per
+// array on PostgreSQL (unnest), one JSON array of rows on SQLite
+// (json_each).
+func (d dialect) inboxRows(consumer string, ws []*waiting, at time.Time) []any {
+	if d.pg {
+		var topics, ids, digests, keys, payloads = make([]string, len(ws)), make([]string, len(ws)),
+			make([]string, len(ws)), make([]string, len(ws)), make([]string, len(ws))
+		attempts := make([]int32, len(ws))
+		for i, w := range ws {
+			topics[i], ids[i], digests[i], keys[i], payloads[i] = w.d.Topic, w.d.ID, w.digest, w.d.Key, string(w.d.Payload)
+			attempts[i] = int32(w.d.Attempt)
+		}
+		return []any{consumer, topics, ids, digests, keys, payloads, attempts, at}
+	}
+	rows := make([][]any, len(ws))
+	for i, w := range ws {
+		rows[i] = []any{w.d.Topic, w.d.ID, w.digest, w.d.Key, string(w.d.Payload), w.d.Attempt}
+	}
+	b, _ := json.Marshal(rows)
+	return []any{consumer, string(b), at}
+}

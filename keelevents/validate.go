@@ -33,6 +33,16 @@ var ErrConflict = errors.New("keelevents: event id already emitted with another 
 // no longer is in the state the action needs).
 var ErrNotFound = errors.New("keelevents: not found")
 
+// ErrNotRegistered is returned by Replay for a manual event whose consumer
+// is not registered in this process (its module was removed, or it runs in
+// another service): only the consumer's own handler can apply the event, so
+// nothing is done and the event stays manual.
+var ErrNotRegistered = errors.New("keelevents: consumer not registered in this process")
+
+// ErrReplayFailed wraps the handler's error when a replayed handler fails
+// again: the event stays manual with the new error recorded.
+var ErrReplayFailed = errors.New("keelevents: the replayed handler failed again")
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
@@ -195,6 +205,9 @@ func validateSubscription(sub *Subscription) error {
 	}
 	if sub.AckWait < 0 {
 		return invalid("AckWait is negative")
+	}
+	if sub.InFlight < 0 || sub.InFlight > MaxInFlight {
+		return invalid("InFlight must be 0..%d", MaxInFlight)
 	}
 	if sub.AckWait == 0 {
 		sub.AckWait = DefaultAckWait

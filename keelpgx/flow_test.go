@@ -190,3 +190,34 @@ func TestFlowKeysLockSkipLocked(t *testing.T) {
 		t.Fatalf("after both committed: %+v %v", rows, err)
 	}
 }
+
+// TestFlowKeysLockSchemasApart: two engines in two schemas of one database
+// creating the same key at once do not see each other. Advisory locks
+// belong to the database, so a creation lock not namespaced by schema made
+// a SkipLocked locker in one schema skip a key only the other schema was
+// creating (the conformance suite's FlowKeysSaveAndRead got no row when a
+// parallel test created the same key elsewhere).
+func TestFlowKeysLockSchemasApart(t *testing.T) {
+	ctx := context.Background()
+	one, other := newTestDriver(t), newTestDriver(t)
+	tx1, err := one.Executor().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx1.Rollback(ctx)
+	if rows, err := tx1.FlowKeysLock(ctx, &keeldriver.FlowKeysLockParams{Keys: []string{"app:1"}, SkipLocked: true}); err != nil || len(rows) != 1 {
+		t.Fatalf("first schema: %+v %v", rows, err)
+	}
+	// tx1 holds its creation of "app:1" open.
+	tx2, err := other.Executor().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx2.Rollback(ctx)
+	quick, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rows, err := tx2.FlowKeysLock(quick, &keeldriver.FlowKeysLockParams{Keys: []string{"app:1"}, SkipLocked: true})
+	if err != nil || len(rows) != 1 || rows[0].Key != "app:1" {
+		t.Fatalf("the other schema's locker got %+v %v, want its own new row", rows, err)
+	}
+}

@@ -141,20 +141,17 @@ func (w *Web[TTx]) replay(r *http.Request, id int64, reason string) error {
 		return module.Errorf(http.StatusConflict, "invalid_state", "manual event %d was replayed already", id)
 	}
 	err = w.events.Replay(r.Context(), id, reason)
-	if err == nil || errors.Is(err, keelevents.ErrInvalid) || errors.Is(err, keelevents.ErrNotFound) {
-		return problem(err)
-	}
-	// The handler failed again: the event stays manual, its error recorded.
-	if now, gerr := w.events.GetManual(r.Context(), id); gerr == nil && now.State == "manual" {
+	if errors.Is(err, keelevents.ErrReplayFailed) {
+		// The handler failed again: the event stays manual, its error recorded.
 		return &replayFailed{err}
 	}
-	return err
+	return problem(err)
 }
 
 // replayFailed is a replay whose handler failed again.
 type replayFailed struct{ err error }
 
-func (e *replayFailed) Error() string { return "the handler failed again: " + e.err.Error() }
+func (e *replayFailed) Error() string { return e.err.Error() }
 func (e *replayFailed) Unwrap() error { return e.err }
 
 func (w *Web[TTx]) apiReplay(rw http.ResponseWriter, r *http.Request) (int, any, error) {

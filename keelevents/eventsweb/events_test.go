@@ -79,3 +79,43 @@ func testEventsAPI(t *testing.T, s *served) {
 		t.Fatalf("replay audits: %d", n)
 	}
 }
+
+// TestReplayUnregisteredConsumer replays a manual event whose consumer no
+// longer runs in the process (retired from the deployment, or served by
+// another one): the answer is a problem with a stable code saying so, the
+// event stays manual and nothing is audited as replayed.
+func TestReplayUnregisteredConsumer(t *testing.T) {
+	each(t, testReplayUnregisteredConsumer)
+}
+
+func testReplayUnregisteredConsumer(t *testing.T, s *served) {
+	s.seedEvents()
+	var manual list[keelevents.ManualEvent]
+	s.call("vera", "GET", "/api/v1/events/manual?state=manual", nil, &manual)
+	if len(manual.Data) != 1 {
+		t.Fatalf("manual: %+v", manual.Data)
+	}
+	id := manual.Data[0].ID
+	// The consumer that failed is renamed to one this process does not
+	// register, as if its module had been removed.
+	if n := s.count(fmt.Sprintf("SELECT count(*) FROM keel_events_manual WHERE id = %d", id)); n != 1 {
+		t.Fatalf("manual rows: %d", n)
+	}
+	s.exec(fmt.Sprintf("UPDATE keel_events_manual SET consumer = 'retired' WHERE id = %d", id))
+	s.feed.Poisoned.Store(false)
+	path := fmt.Sprintf("/api/v1/events/manual/%d/replay", id)
+	st, raw := s.call("alice", "POST", path, map[string]string{"reason": "mapping fixed"}, nil)
+	if st != http.StatusConflict || problemCode(raw) != "consumer_not_registered" {
+		t.Fatalf("replay of an unregistered consumer: %d %s, want 409 consumer_not_registered", st, raw)
+	}
+	if !strings.Contains(string(raw), "retired") {
+		t.Fatalf("the problem does not name the consumer: %s", raw)
+	}
+	var m keelevents.ManualEvent
+	if st, raw := s.call("vera", "GET", fmt.Sprintf("/api/v1/events/manual/%d", id), nil, &m); st != 200 || m.State != "manual" {
+		t.Fatalf("after the refused replay: %d %s", st, raw)
+	}
+	if n := s.audits("events.replay") + s.audits("events.replay_failed"); n != 0 {
+		t.Fatalf("a refused replay was audited: %d", n)
+	}
+}

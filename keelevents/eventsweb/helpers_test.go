@@ -44,6 +44,7 @@ type served struct {
 	fixes        func(actionID string) int
 	audits       func(action string) int
 	count        func(q string) int
+	exec         func(q string)
 	// feed emits the events fixture: see startEvents.
 	feed *eventFeed
 }
@@ -154,6 +155,10 @@ func serve[TTx any](t *testing.T, d keeldriver.Driver[TTx], db *sql.DB, mdb keel
 		var n int
 		must(mdb.QueryRow(ctx, q).Scan(&n))
 		return n
+	}
+	s.exec = func(q string) {
+		_, err := mdb.Exec(ctx, q)
+		must(err)
 	}
 	return s
 }

@@ -40,6 +40,9 @@ const (
 	CodeApprovalRequired = "approval_required"
 	CodeAlreadyExecuted  = "already_executed"
 	CodeReplayFailed     = "replay_failed"
+	// CodeNotRegistered: a manual event's consumer does not run in this
+	// process, so its handler cannot replay it here.
+	CodeNotRegistered = "consumer_not_registered"
 )
 
 // Config configures the surface.
@@ -165,6 +168,8 @@ func problem(err error) error {
 		return module.Invalid("%s", err.Error())
 	case errors.Is(err, keelevents.ErrNotFound):
 		return module.Errorf(http.StatusNotFound, "not_found", "%s", err.Error())
+	case errors.Is(err, keelevents.ErrNotRegistered):
+		return module.Errorf(http.StatusConflict, CodeNotRegistered, "%s", err.Error())
 	}
 	return err
 }
@@ -176,6 +181,9 @@ func problemText(v *module.View, err error) string {
 	case errors.As(err, &rf):
 		return v.Zh("重放失败：处理程序再次出错（"+rf.err.Error()+"），事件仍待人工处理。",
 			"The replay failed: the handler failed again ("+rf.err.Error()+"); the event stays manual.")
+	case errors.Is(err, keelevents.ErrNotRegistered):
+		return v.Zh("该事件的消费者未在本服务中运行（可能已下线或由其他服务承载），无法在此重放；事件仍待人工处理。",
+			"This event's consumer does not run in this service (removed, or served elsewhere), so it cannot be replayed here; the event stays manual.")
 	case errors.Is(err, keelrecon.ErrSelfApproval):
 		return v.Zh("不能审批或驳回自己提交的申请，需要另一位操作员。", "You cannot decide your own request: another operator must.")
 	case errors.Is(err, keelrecon.ErrApprovalRequired):

@@ -41,6 +41,9 @@ func (b *Bus) Subscribe(ctx context.Context, sub keelevents.Subscription, h keel
 	if err != nil {
 		return nil, err
 	}
+	if sub.InFlight < 0 || sub.InFlight > keelevents.MaxInFlight {
+		return nil, fmt.Errorf("jetstream: InFlight %d is not 0..%d", sub.InFlight, keelevents.MaxInFlight)
+	}
 	if sub.AckWait <= 0 {
 		sub.AckWait = keelevents.DefaultAckWait
 	}
@@ -60,7 +63,7 @@ func (b *Bus) Subscribe(ctx context.Context, sub keelevents.Subscription, h keel
 	if sub.Ordered {
 		s.lanes = make([]sync.Mutex, b.cfg.Partitions)
 	} else {
-		s.slots = make(chan struct{}, b.cfg.Concurrency)
+		s.slots = make(chan struct{}, max(b.cfg.Concurrency, sub.InFlight))
 	}
 
 	for _, f := range filters {
@@ -131,6 +134,8 @@ func (s *subscriber) consumerConfig(f filter, partition int) consumerSpec {
 	}
 	if partition >= 0 {
 		cfg.MaxAckPending = 1
+	} else {
+		cfg.MaxAckPending = max(cfg.MaxAckPending, s.sub.InFlight)
 	}
 	return consumerSpec{stream: s.b.names.streamName(f.first), first: f.first, partition: partition, cfg: cfg}
 }

@@ -142,8 +142,12 @@ RETURNING j.*;
 -- it, so FlowKeysLockSkip would skip it anyway). The advisory lock is held
 -- until the creator commits, when its row becomes visible, so an insert
 -- under the lock conflicts only with committed rows and never waits.
--- Locks are namespaced by the constant 1801807212 ('keel'); distinct keys
--- with equal hashtext only share the creation window.
+-- Advisory locks belong to the whole database, not to a schema, so they are
+-- namespaced by the schema the engine runs in: two engines in two schemas
+-- of one database (tenants, parallel tests) creating the same key must not
+-- see each other's creation, or a SkipLocked claimer would skip a key that
+-- nobody in its own schema holds. Distinct keys with equal hashtext only
+-- share the creation window.
 WITH missing AS MATERIALIZED (
     SELECT DISTINCT k
     FROM unnest($1::text[]) AS k
@@ -151,7 +155,7 @@ WITH missing AS MATERIALIZED (
     ORDER BY k
 ),
 mine AS MATERIALIZED (
-    SELECT k FROM missing WHERE pg_try_advisory_xact_lock(1801807212, hashtext(k))
+    SELECT k FROM missing WHERE pg_try_advisory_xact_lock(hashtext('keel_flow_key:' || coalesce(current_schema(), '')), hashtext(k))
 )
 INSERT INTO keel_flow_key (key, updated_at)
 SELECT k, coalesce($2::timestamptz, now())
@@ -169,7 +173,7 @@ WITH missing AS MATERIALIZED (
     ORDER BY k
 ),
 mine AS MATERIALIZED (
-    SELECT k FROM missing, LATERAL (SELECT pg_advisory_xact_lock(1801807212, hashtext(k))) l
+    SELECT k FROM missing, LATERAL (SELECT pg_advisory_xact_lock(hashtext('keel_flow_key:' || coalesce(current_schema(), '')), hashtext(k))) l
 )
 INSERT INTO keel_flow_key (key, updated_at)
 SELECT k, coalesce($2::timestamptz, now())

@@ -20,6 +20,9 @@ const (
 	// CodeReplayFailed: a manual event's handler failed again on replay;
 	// it stays manual with the new error recorded.
 	CodeReplayFailed Code = "replay_failed"
+	// CodeConsumerNotRegistered: a manual event's consumer does not run in
+	// the serving process, so it cannot be replayed there; it stays manual.
+	CodeConsumerNotRegistered Code = "consumer_not_registered"
 )
 
 // These entries live beside their codes so the reconciliation surface adds
@@ -29,4 +32,5 @@ func init() {
 	web.Register(string(CodeApprovalRequired), http.StatusConflict, "A second operator's approval is required")
 	web.Register(string(CodeAlreadyExecuted), http.StatusConflict, "The action was executed already")
 	web.Register(string(CodeReplayFailed), http.StatusConflict, "The replayed handler failed again")
+	web.Register(string(CodeConsumerNotRegistered), http.StatusConflict, "The event's consumer does not run here")
 }

@@ -97,3 +97,15 @@ SELECT version FROM keel_events_version WHERE projection = $1 AND proj_key = $2;
 -- name: VersionStale
 INSERT INTO keel_events_version_stale (projection, proj_key, version, current, at) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT DO NOTHING;
+
+-- name: InboxInsertMany
+-- The inbox rows of a batch of deliveries in one statement (Consumer.Batch):
+-- RETURNING names the rows inserted; a delivery whose row was there already
+-- (a redelivery, or the same id with another payload) is then handled one
+-- by one, as by InboxInsert.
+INSERT INTO keel_events_inbox (consumer, topic, event_id, digest, event_key, payload, state, attempts, at)
+SELECT $1, u.topic, u.event_id, u.digest, u.event_key, u.payload, 'applied', u.attempts, $8
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[])
+         AS u(topic, event_id, digest, event_key, payload, attempts)
+ON CONFLICT (consumer, topic, event_id) DO NOTHING
+RETURNING topic, event_id;

@@ -97,3 +97,15 @@ SELECT version FROM keel_events_version WHERE projection = ?1 AND proj_key = ?2;
 -- name: VersionStale
 INSERT INTO keel_events_version_stale (projection, proj_key, version, current, at) VALUES (?1, ?2, ?3, ?4, ?5)
 ON CONFLICT DO NOTHING;
+
+-- name: InboxInsertMany
+-- The inbox rows of a batch of deliveries in one statement (Consumer.Batch):
+-- ?2 is a JSON array of [topic, event_id, digest, event_key, payload,
+-- attempts]. RETURNING names the rows inserted; a delivery whose row was
+-- there already is then handled one by one, as by InboxInsert. ("WHERE
+-- true" keeps SQLite from reading ON CONFLICT as a join's ON.)
+INSERT INTO keel_events_inbox (consumer, topic, event_id, digest, event_key, payload, state, attempts, at)
+SELECT ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, 'applied', j.value ->> 5, ?3
+FROM json_each(?2) AS j WHERE true
+ON CONFLICT (consumer, topic, event_id) DO NOTHING
+RETURNING topic, event_id;

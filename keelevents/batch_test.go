@@ -1,0 +1,169 @@
+package keelevents_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel/keelevents"
+	"github.com/keelwork/keel/keelsql"
+)
+
+// TestInboxBatch runs two batching consumers (HandleBatch, and Handle with
+// Batch) over one backlog that holds a poison event: deliveries share
+// transactions, every good event has exactly one effect, the poison one is
+// isolated and goes to manual on its own budget, and a later republish of
+// the same events inside one batch is absorbed (same payload) or
+// quarantined (another payload), never applied again.
+func TestInboxBatch(t *testing.T) { each(t, testInboxBatch[pgx.Tx], testInboxBatch[*sql.Tx]) }
+
+func testInboxBatch[TTx any](t *testing.T, env *tenv[TTx]) {
+	effectTable(t, env)
+	// Retention 1ns: the bus forgets acknowledged messages at each prune,
+	// so a republish reaches the inbox (as past a duplicate window).
+	bus, err := keelevents.NewDatabaseBus(env.db, &keelevents.DatabaseBusConfig{Retention: time.Nanosecond, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close() })
+	ev, err := keelevents.New(env.db, bus, fastConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var sizes []int
+	gated := false
+	if err := ev.Consume(keelevents.Consumer[TTx]{Name: "ledger", Topics: []string{"pay.done"}, MaxAttempts: 2,
+		Backoff: []time.Duration{10 * time.Millisecond}, Batch: 50,
+		HandleBatch: func(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
+			mu.Lock()
+			first := !gated
+			gated = true
+			sizes = append(sizes, len(ds))
+			mu.Unlock()
+			if first {
+				// Hold the first transaction until other deliveries
+				// queue behind it, so the next one is a real batch.
+				deadline := time.Now().Add(30 * time.Second)
+				for keelevents.Queued(ev, "ledger") < 2 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			for _, d := range ds {
+				if d.ID == "p-poison" {
+					return errors.New("no such account")
+				}
+				if _, err := tx.Exec(ctx, insertEffect(env.driver), "ledger", d.ID, d.Key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Consume(keelevents.Consumer[TTx]{Name: "audit", Topics: []string{"pay.done"}, Batch: 20,
+		Handle: func(ctx context.Context, tx keelsql.Tx[TTx], d *keelevents.Delivery) error {
+			_, err := tx.Exec(ctx, insertEffect(env.driver), "audit", d.ID, d.Key)
+			return err
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Consume(keelevents.Consumer[TTx]{Name: "bad", Topics: []string{"pay.done"}, Batch: keelevents.MaxBatch + 1,
+		Handle: func(context.Context, keelsql.Tx[TTx], *keelevents.Delivery) error { return nil }}); !errors.Is(err, keelevents.ErrInvalid) {
+		t.Fatalf("Batch over MaxBatch: %v", err)
+	}
+	start(t, env, ev)
+	const n = 60
+	ctx := context.Background()
+	payload := func(i int) string { return fmt.Sprintf(`{"amount":%d}`, i) }
+	err = env.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		for i := range n {
+			id := fmt.Sprintf("p-%d", i)
+			if i == n/2 {
+				id = "p-poison"
+			}
+			e := keelevents.Event{Topic: "pay.done", ID: id, Key: fmt.Sprintf("o-%d", i%7), Payload: json.RawMessage(payload(i))}
+			if err := ev.EmitTx(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	effects := func(c string) int {
+		return count(t, env, "SELECT count(*) FROM t_effect WHERE consumer = '"+c+"'")
+	}
+	eventually(t, "every event applied", func() bool { return effects("ledger") == n-1 && effects("audit") == n })
+	eventually(t, "the poison event in manual", func() bool {
+		m, err := ev.ListManual(ctx, keelevents.ListParams{Consumer: "ledger", State: "manual"})
+		return err == nil && len(m) == 1
+	})
+	m, _ := ev.ListManual(ctx, keelevents.ListParams{Consumer: "ledger"})
+	if m[0].Message.ID != "p-poison" || m[0].Attempts != 2 {
+		t.Fatalf("manual: %+v", m[0])
+	}
+	mu.Lock()
+	biggest := 0
+	for _, s := range sizes {
+		biggest = max(biggest, s)
+	}
+	mu.Unlock()
+	if biggest < 2 {
+		t.Fatalf("no batch held more than one delivery: %v", sizes)
+	}
+
+	// Republish ten of them in one bus publish, so they arrive together:
+	// nine with their payload (absorbed), one with another (quarantined).
+	// The bus prunes only acknowledged messages, and a message it still
+	// holds absorbs its republish before any inbox sees it: wait for the
+	// last acknowledgements (they follow the commits) before pruning.
+	eventually(t, "every delivery acknowledged", func() bool {
+		return count(t, env, "SELECT count(*) FROM keel_events_bus_delivery") == 0
+	})
+	if err := ev.Archive(ctx); err != nil { // prunes the bus
+		t.Fatal(err)
+	}
+	var again []keelevents.Message
+	for i := range 10 {
+		p := payload(i)
+		if i == 3 {
+			p = `{"amount":-1}`
+		}
+		again = append(again, keelevents.Message{Topic: "pay.done", ID: fmt.Sprintf("p-%d", i), Key: fmt.Sprintf("o-%d", i%7),
+			Type: "pay.done", Payload: []byte(p), Digest: keelevents.Digest([]byte(p)), EmittedAt: time.Now().UTC()})
+	}
+	if _, err := bus.Publish(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	var cs []keelevents.ConsumerStats
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("consumer stats at the end: %+v", cs)
+		}
+	})
+	eventually(t, "the republish absorbed", func() bool {
+		cs, err = ev.ConsumerStats(ctx)
+		if err != nil {
+			return false
+		}
+		done := 0
+		for _, c := range cs {
+			if c.Name != "bad" && c.Duplicates == 9 && c.Quarantined == 1 {
+				done++
+			}
+		}
+		return done == 2
+	})
+	if effects("ledger") != n-1 || effects("audit") != n {
+		t.Fatalf("a republished event was applied again: ledger %d, audit %d", effects("ledger"), effects("audit"))
+	}
+}
