@@ -16,7 +16,9 @@ import (
 
 var errNoRows = sql.ErrNoRows
 
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows) }
+func isNoRows(err error) bool {
+	return errors.Is(err, keelsql.ErrNoRows) || errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows)
+}
 
 // retryable: the database refused a transaction for a conflict between
 // writers (a deadlock, a serialization failure, a busy SQLite file); the
