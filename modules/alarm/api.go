@@ -200,8 +200,8 @@ type StormPanelData struct {
 	Storms   []Storm          `json:"storms"`
 	Replays  []ReplayStep     `json:"replays"`
 	Counters map[string]int64 `json:"counters"`
-	// Compression is notices sent per ordinary instance change (lower is
-	// more compressed).
+	// Compression is instance changes per ordinary notice: how many
+	// members one window notice carried on average.
 	Compression float64 `json:"compression_ratio"`
 }
 
@@ -221,7 +221,7 @@ func (m *Module[TTx]) StormPanel(ctx context.Context) StormPanelData {
 	p.Replays, _ = m.Replays(ctx, 0)
 	p.Counters, _ = m.CounterMap(ctx)
 	if g := p.Counters[StageNotice+"/created_ordinary"]; g > 0 {
-		p.Compression = float64(p.Counters[StageNotice+"/aggregated_members"]+g) / float64(g)
+		p.Compression = float64(p.Counters[StageNotice+"/aggregated_members"]) / float64(g)
 	}
 	return p
 }

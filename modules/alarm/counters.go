@@ -24,6 +24,7 @@ const (
 
 // Counters are the module's per-stage counters.
 type Counters struct {
+	flushMu sync.Mutex
 	mu      sync.Mutex
 	pending map[string]*atomic.Int64
 	vec     *prometheus.CounterVec
@@ -70,6 +71,10 @@ func (c *Counters) drain() map[[2]string]int64 {
 // flushCounters adds the drained counts to the database (given back to
 // the pending counts on failure, so none is lost).
 func (m *Module[TTx]) flushCounters(ctx context.Context) error {
+	// One flush at a time: a reader flushing first then reading must see
+	// what a concurrent flush drained.
+	m.counters.flushMu.Lock()
+	defer m.counters.flushMu.Unlock()
 	d := m.counters.drain()
 	if len(d) == 0 {
 		return nil

@@ -38,7 +38,8 @@ type Module[TTx any] struct {
 	severeOpen *routeSet // (device, rule) with a severe instance open
 	active     *routeSet // (device, metric) with a track not normal
 
-	severeCh chan *msg
+	severeCh   chan *msg
+	severeBusy atomic.Int64
 	ordCh    chan *msg
 	ordSem   chan struct{}
 	evalWake chan struct{}

@@ -86,9 +86,11 @@ func (m *Module[TTx]) Submit(ctx context.Context, topic string, payload []byte, 
 	}
 	if severe {
 		m.counters.Add(StageIngest, "severe_lane", 1)
+		m.severeBusy.Add(1)
 		select {
 		case m.severeCh <- x:
 		case <-ctx.Done():
+			m.severeBusy.Add(-1)
 			ack(ctx.Err())
 		}
 		return
@@ -192,6 +194,7 @@ func (m *Module[TTx]) severeLoop(ctx context.Context) {
 			}
 			return nil
 		})
+		m.severeBusy.Add(-int64(len(batch)))
 		for _, x := range batch {
 			x.ack(err)
 		}
@@ -256,6 +259,16 @@ func (m *Module[TTx]) ordinaryLoop(ctx context.Context) {
 // ordinaryConn runs f holding one of the connections ordinary work may
 // use, so that the reserved ones stay free for the severe lane.
 func (m *Module[TTx]) ordinaryConn(ctx context.Context, f func() error) error {
+	// Severe first: while severe samples wait or run, ordinary work does
+	// not take the next connection. On SQLite, whose one writer cannot
+	// be reserved, this is what keeps the severe lane ahead.
+	for m.severeBusy.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 	select {
 	case m.ordSem <- struct{}{}:
 	case <-ctx.Done():
@@ -282,6 +295,15 @@ func (m *Module[TTx]) evalLoop(ctx context.Context) {
 			m.Log.Warn("alarm: evaluating the ordinary backlog", "err", err)
 		}
 		if n > 0 && err == nil {
+			if m.set.EvalRate > 0 {
+				// Evaluation's capacity, a protection of the database:
+				// beyond it the backlog grows (and the watermarks act).
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Duration(n) * time.Second / time.Duration(m.set.EvalRate)):
+				}
+			}
 			continue
 		}
 		select {
@@ -333,8 +355,8 @@ func (m *Module[TTx]) EvaluateBacklog(ctx context.Context, limit int) (int, erro
 		}
 		return a.n < b.n
 	})
-	for start := 0; start < len(batch); start += 100 {
-		part := batch[start:min(start+100, len(batch))]
+	for start := 0; start < len(batch); start += 50 {
+		part := batch[start:min(start+50, len(batch))]
 		err := m.ordinaryConn(ctx, func() error {
 			return m.retryTx(ctx, func(tx keelsql.Tx[TTx], fx *effects) error {
 				for i := range part {

@@ -40,6 +40,8 @@ type Settings struct {
 	SevereBound  time.Duration
 	ReplayAuto   bool
 	EvalBatch    int
+	// EvalRate caps ordinary evaluation (samples per second; 0: none).
+	EvalRate int
 	// ReservedConns is how many database connections ordinary work leaves
 	// free for the severe lane (ordinary writers are capped at
 	// PoolSize-ReservedConns).
@@ -73,6 +75,7 @@ func parseSettings(m map[string]string, demo bool) (*Settings, error) {
 		SevereBound:     s.Duration("severe_bound", 2*time.Second, time.Millisecond, time.Hour),
 		ReplayAuto:      s.Bool("replay_auto", false),
 		EvalBatch:       s.Int("eval_batch", 500, 1, 10000),
+		EvalRate:        s.Int("eval_rate", 0, 0, 1000000),
 		PoolSize:        s.Int("pool_size", 8, 2, 1000),
 		ReservedConns:   s.Int("reserved_conns", 2, 1, 100),
 		DemoDevices:     s.Int("demo_devices", 50, 0, 100000),
