@@ -55,6 +55,7 @@ type Module[TTx any] struct {
 	broker    *EmbeddedBroker
 	fleet     *Fleet
 	started   atomic.Bool
+	beforeAck func()
 }
 
 var _ module.Module[any] = (*Module[any])(nil)
@@ -156,7 +157,7 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	if url != "" {
 		for i := 0; i < m.set.Consumers; i++ {
 			c, err := StartConsumer(run, ConsumerConfig{URL: url, ClientID: fmt.Sprintf("%s-%d", m.set.ClientPrefix, i), Group: m.set.ShareGroup,
-				Submit: m.Submit, Log: m.Log})
+				Submit: m.Submit, Log: m.Log, BeforeAck: m.beforeAck})
 			if err != nil {
 				return errors.Join(fmt.Errorf("alarm: consumer: %w", err), m.stopAll(ctx))
 			}

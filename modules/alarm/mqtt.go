@@ -16,6 +16,9 @@ type ConsumerConfig struct {
 	Group    string
 	Submit   func(ctx context.Context, topic string, payload []byte, ack func(error))
 	Log      *slog.Logger
+	// BeforeAck runs after a message is persisted and before its
+	// acknowledgement (crash drills).
+	BeforeAck func()
 }
 
 // Consumer is one persistent MQTT session in the shared subscription: QoS
@@ -41,6 +44,9 @@ func StartConsumer(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
 				// again after the session reconnects.
 				log.Warn("alarm: message not persisted; left unacknowledged", "topic", msg.Topic(), "err", err)
 				return
+			}
+			if cfg.BeforeAck != nil {
+				cfg.BeforeAck()
 			}
 			msg.Ack()
 		})
