@@ -170,6 +170,10 @@ func (m *Module[TTx]) apiReplay(w http.ResponseWriter, r *http.Request) (int, an
 	if err := noParams(r); err != nil {
 		return 0, nil, err
 	}
+	var body struct{}
+	if err := mweb.DecodeOptional(w, r, &body); err != nil {
+		return 0, nil, err
+	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return 0, nil, mweb.Invalid("storm id %q is not a positive integer", r.PathValue("id"))

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/keelwork/keel/module/moduletest"
 )

@@ -40,9 +40,9 @@ type Module[TTx any] struct {
 
 	severeCh   chan *msg
 	severeBusy atomic.Int64
-	ordCh    chan *msg
-	ordSem   chan struct{}
-	evalWake chan struct{}
+	ordCh      chan *msg
+	ordSem     chan struct{}
+	evalWake   chan struct{}
 
 	pressure pressure
 	storm    stormState
@@ -207,11 +207,11 @@ func (m *Module[TTx]) housekeeping(ctx context.Context) {
 		if err := m.measure(ctx); err != nil && ctx.Err() == nil {
 			m.Log.Warn("alarm: watermarks", "err", err)
 		}
-		if _, err := m.FlushGroups(ctx); err != nil && ctx.Err() == nil {
+		if err := m.ordinaryConn(ctx, func() error { _, err := m.FlushGroups(ctx); return err }); err != nil && ctx.Err() == nil {
 			m.Log.Warn("alarm: group flush", "err", err)
 		}
 		if i%4 == 0 {
-			if err := m.flushCounters(ctx); err != nil && ctx.Err() == nil {
+			if err := m.ordinaryConn(ctx, func() error { return m.flushCounters(ctx) }); err != nil && ctx.Err() == nil {
 				m.Log.Warn("alarm: counters", "err", err)
 			}
 			if _, err := m.ScanNoData(ctx); err != nil && ctx.Err() == nil {

@@ -111,7 +111,9 @@ func (p *Publisher) Publish(s Sample) mqtt.Token {
 }
 
 // PublishRaw sends any bytes on any topic (bad-input drills).
-func (p *Publisher) PublishRaw(topic string, body []byte) mqtt.Token { return p.c.Publish(topic, 1, false, body) }
+func (p *Publisher) PublishRaw(topic string, body []byte) mqtt.Token {
+	return p.c.Publish(topic, 1, false, body)
+}
 
 // Close disconnects.
 func (p *Publisher) Close() { p.c.Disconnect(250) }

@@ -44,7 +44,9 @@ func (m *Module[TTx]) Pages() []module.Page {
 }
 
 // Group implements module.Grouper.
-func (m *Module[TTx]) Group() module.Group { return module.Group{ZH: "物联网告警", EN: "IoT alarms", Order: 50} }
+func (m *Module[TTx]) Group() module.Group {
+	return module.Group{ZH: "物联网告警", EN: "IoT alarms", Order: 50}
+}
 
 // Home implements module.Homer: firing by severity and the storm state.
 func (m *Module[TTx]) Home(ctx context.Context) ([]module.Stat, error) {
@@ -120,7 +122,7 @@ type page struct {
 	V *module.View
 }
 
-func (p page) T(zh, en string) string { return p.V.Zh(zh, en) }
+func (p page) T(zh, en string) string  { return p.V.Zh(zh, en) }
 func (p page) When(t time.Time) string { return mweb.Time(t) }
 func (p page) WhenP(t *time.Time) string {
 	if t == nil {
@@ -144,7 +146,9 @@ func (p page) Sev(s int) string {
 func (p page) NState(s string) string { return p.V.Zh(NoticeStateZH(s), s) }
 func (p page) NKind(s string) string  { return p.V.Zh(NoticeKindZH(s), s) }
 func (p page) CanOperate() bool       { return p.V.Can(module.RoleOperator) }
-func (p page) Num(v float64) string   { return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".") }
+func (p page) Num(v float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
 
 type boardPage struct {
 	page

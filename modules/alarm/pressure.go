@@ -44,14 +44,14 @@ func (m *Module[TTx]) ForcePressure(level int) { m.pressure.forced.Store(int32(l
 
 // Pressure is the backpressure state for the console and API.
 type Pressure struct {
-	Level      int   `json:"level"`
-	Backlog    int64 `json:"backlog"`
-	OldestMS   int64 `json:"oldest_ms"`
-	LowWater   int64 `json:"low_water"`
-	HighWater  int64 `json:"high_water"`
-	StormWater int64 `json:"storm_water"`
-	SevereP99  int64 `json:"severe_p99_ms"`
-	SevereP50  int64 `json:"severe_p50_ms"`
+	Level      int    `json:"level"`
+	Backlog    int64  `json:"backlog"`
+	OldestMS   int64  `json:"oldest_ms"`
+	LowWater   int64  `json:"low_water"`
+	HighWater  int64  `json:"high_water"`
+	StormWater int64  `json:"storm_water"`
+	SevereP99  int64  `json:"severe_p99_ms"`
+	SevereP50  int64  `json:"severe_p50_ms"`
 	Storm      *Storm `json:"storm,omitempty"`
 }
 

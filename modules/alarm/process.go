@@ -316,9 +316,9 @@ func (m *Module[TTx]) evalLoop(ctx context.Context) {
 }
 
 type pendingRow struct {
-	n                int64
-	s                Sample
-	at, received     time.Time
+	n            int64
+	s            Sample
+	at, received time.Time
 }
 
 // EvaluateBacklog evaluates up to limit samples of the ordinary backlog

@@ -29,9 +29,9 @@ func TestAlarmSevereBypassUnderStorm(t *testing.T) {
 func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 	// SQLite's one writer is shared by everything: a smaller flood
 	// against a smaller capacity, still beyond it.
-	floodDevices, evalRate := 40, "100"
+	floodDevices, evalRate, every := 40, "100", 40*time.Millisecond
 	if e.Name == "sqlite" {
-		floodDevices, evalRate = 10, "20"
+		floodDevices, evalRate, every = 5, "10", 100*time.Millisecond
 	}
 	const severe = 12
 	r := start(t, e, map[string]string{"alarm.eval_batch": "20", "alarm.eval_rate": evalRate})
@@ -53,9 +53,10 @@ func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 		go func() {
 			defer wg.Done()
 			dev := fmt.Sprintf("f%02d", i)
-			// 25 readings/s per device: 1,000/s (PostgreSQL) or 250/s
-			// (SQLite) against an evaluation capacity of 100/s or 20/s.
-			tick := time.NewTicker(40 * time.Millisecond)
+			// 1,000 readings/s (PostgreSQL: 40 devices at 25/s) or 50/s
+			// (SQLite: 5 at 10/s) against an evaluation capacity of
+			// 100/s or 10/s.
+			tick := time.NewTicker(every)
 			defer tick.Stop()
 			for seq := int64(1); ctx.Err() == nil; seq++ {
 				select {
