@@ -35,7 +35,9 @@ type mosquitto struct {
 	cmd  *exec.Cmd
 }
 
-func startMosquitto(t testing.TB) *mosquitto {
+func startMosquitto(t testing.TB) *mosquitto { return startMosquittoInflight(t, 20) }
+
+func startMosquittoInflight(t testing.TB, inflight int) *mosquitto {
 	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
@@ -53,8 +55,8 @@ func startMosquitto(t testing.TB) *mosquitto {
 	if os.Geteuid() == 0 {
 		user = "root"
 	}
-	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location %s/\nmax_queued_messages 0\nmax_inflight_messages 20\nuser %s\nlog_dest file %s/mosquitto.log\n",
-		port, dir, user, dir)
+	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location %s/\nmax_queued_messages 0\nmax_inflight_messages %d\nuser %s\nlog_dest file %s/mosquitto.log\n",
+		port, dir, inflight, user, dir)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,17 @@ import (
 
 // severeBound is the p99 this test holds severe alarms to, from the
 // reading's submission to the webhook receiver's receipt, while an
-// ordinary flood outruns evaluation: 5 s on a loaded two-core machine
-// under -race (the benchmark measures the production figure).
-const severeBound = 5 * time.Second
+// ordinary flood outruns evaluation: 5 s on PostgreSQL on a loaded
+// two-core machine under -race (the benchmark measures the production
+// figure); 30 s on SQLite, whose one writer the engine, both lanes and the
+// flood share (pure-Go SQLite under -race on a loaded machine runs
+// statements in tens of milliseconds).
+func severeBound(dialect string) time.Duration {
+	if dialect == "sqlite" {
+		return 30 * time.Second
+	}
+	return 5 * time.Second
+}
 
 // TestAlarmSevereBypassUnderStorm floods ordinary telemetry beyond what
 // evaluation keeps up with (the backlog grows) and sends severe readings
@@ -33,7 +41,10 @@ func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 	if e.Name == "sqlite" {
 		floodDevices, evalRate, every = 5, "10", 100*time.Millisecond
 	}
-	const severe = 12
+	severe := 12
+	if e.Name == "sqlite" {
+		severe = 4
+	}
 	r := start(t, e, map[string]string{"alarm.eval_batch": "20", "alarm.eval_rate": evalRate})
 	var ids []string
 	for i := 0; i < floodDevices; i++ {
@@ -80,7 +91,7 @@ func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 		sentAt[dev] = time.Now()
 		r.mustSend(dev, "temp", 130, 1, 1)
 	}
-	moduletest.WaitFor(t, 60*time.Second, "every severe firing notice", func() bool { return len(r.hook.received("firing")) == severe })
+	moduletest.WaitFor(t, 3*time.Minute, "every severe firing notice", func() bool { return len(r.hook.received("firing")) == severe })
 	// Short-lived: each recovers at once and still gets its recovered notice.
 	recoverAt := map[string]time.Time{}
 	for i := 0; i < severe; i++ {
@@ -89,7 +100,7 @@ func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 		r.mustSend(dev, "temp", 20, 1, 2)
 		r.mustSend(dev, "temp", 20, 1, 3)
 	}
-	moduletest.WaitFor(t, 60*time.Second, "every severe recovered notice", func() bool { return len(r.hook.received("recovered")) == severe })
+	moduletest.WaitFor(t, 3*time.Minute, "every severe recovered notice", func() bool { return len(r.hook.received("recovered")) == severe })
 	cancel()
 	wg.Wait()
 	var lat []time.Duration
@@ -109,9 +120,9 @@ func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 	slices.Sort(lat)
 	p99 := lat[min(len(lat)-1, len(lat)*99/100)]
 	t.Logf("%s: %d ordinary readings flooded, backlog up to %d; severe notices %d, p50 %v p99 %v (bound %v)",
-		e.Name, flooded.Load(), maxBacklog.Load(), len(lat), lat[len(lat)/2], p99, severeBound)
-	if p99 > severeBound {
-		t.Fatalf("severe p99 %v over the bound %v", p99, severeBound)
+		e.Name, flooded.Load(), maxBacklog.Load(), len(lat), lat[len(lat)/2], p99, severeBound(e.Name))
+	if p99 > severeBound(e.Name) {
+		t.Fatalf("severe p99 %v over the bound %v", p99, severeBound(e.Name))
 	}
 	if maxBacklog.Load() <= 200 {
 		t.Fatalf("the flood never outran evaluation (backlog %d)", maxBacklog.Load())
