@@ -149,10 +149,16 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	if m.Demo && url == "" {
 		b, err := StartEmbeddedBroker(m.set.EmbeddedAddr)
 		if err != nil {
+			// The port is taken (a second keel dev): any free one.
+			m.Log.Warn("alarm: embedded broker address taken; using a free port", "addr", m.set.EmbeddedAddr, "err", err)
+			b, err = StartEmbeddedBroker("127.0.0.1:0")
+		}
+		if err != nil {
 			return errors.Join(fmt.Errorf("alarm: embedded broker: %w", err), m.Life.Stop(ctx))
 		}
 		m.broker = b
 		url = b.URL()
+		m.Log.Info("alarm: embedded MQTT broker for keel dev", "url", url)
 	}
 	if url != "" {
 		for i := 0; i < m.set.Consumers; i++ {
