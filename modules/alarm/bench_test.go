@@ -32,7 +32,7 @@ func BenchmarkAlarmMQTTIngest(b *testing.B) {
 	e := moduletest.Postgres(b, Lines)
 	r := start(b, e, map[string]string{"alarm.mqtt_url": broker.url(), "alarm.consumers": "4", "alarm.pool_size": "12",
 		"alarm.reserved_conns": "3", "alarm.group_wait": "2s", "alarm.group_interval": "2s",
-		"alarm.low_water": "1000000", "alarm.high_water": "2000000", "alarm.storm_water": "3000000"})
+		"test.real_clock": "1", "alarm.low_water": "1000000", "alarm.high_water": "2000000", "alarm.storm_water": "3000000"})
 	ctx := context.Background()
 	for i := 0; i < devices; i++ {
 		_, id := FleetDevice(i)
@@ -134,6 +134,7 @@ func BenchmarkAlarmMQTTIngest(b *testing.B) {
 	b.ReportMetric(float64(backlog), "ordinary_backlog")
 	b.ReportMetric(panel.Compression, "compression")
 	b.ReportMetric(float64(peakHeap.Load())/(1<<20), "peak_heap_MiB")
+	b.Logf("last evaluation error: %v", r.m.lastEvalErr.Load())
 	b.Logf("published %d in %v (offered), persisted all in %v; severe %d; backlog %d; counters %v", want, offeredFor, ingestFor, len(lat), backlog, panel.Counters)
 }
 

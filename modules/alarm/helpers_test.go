@@ -105,7 +105,12 @@ func start[TTx any](t testing.TB, e *moduletest.Env[TTx], settings map[string]st
 	for k, v := range settings {
 		s[k] = v
 	}
-	m, err := New(e.Host(s))
+	h := e.Host(s)
+	if s["test.real_clock"] != "" {
+		delete(h.Settings, "test.real_clock")
+		h.Clock = nil
+	}
+	m, err := New(h)
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}

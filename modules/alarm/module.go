@@ -51,11 +51,12 @@ type Module[TTx any] struct {
 	http     *http.Client
 	hookURL  atomic.Pointer[string]
 
-	consumers []*Consumer
-	broker    *EmbeddedBroker
-	fleet     *Fleet
-	started   atomic.Bool
-	beforeAck func()
+	consumers   []*Consumer
+	broker      *EmbeddedBroker
+	fleet       *Fleet
+	started     atomic.Bool
+	beforeAck   func()
+	lastEvalErr atomic.Value
 }
 
 var _ module.Module[any] = (*Module[any])(nil)

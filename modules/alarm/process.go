@@ -292,7 +292,9 @@ func (m *Module[TTx]) evalLoop(ctx context.Context) {
 	for {
 		n, err := m.EvaluateBacklog(ctx, m.set.EvalBatch)
 		if err != nil && ctx.Err() == nil {
+			m.counters.Add(StageEval, "error", 1)
 			m.Log.Warn("alarm: evaluating the ordinary backlog", "err", err)
+			m.lastEvalErr.Store(err.Error())
 		}
 		if n > 0 && err == nil {
 			if m.set.EvalRate > 0 {
