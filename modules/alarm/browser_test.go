@@ -76,7 +76,7 @@ func TestAlarmConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := srv.URL()
-	br := browsertest.New(t, 90*time.Second)
+	br := browsertest.New(t, 240*time.Second)
 	br.Login(base, token)
 	br.Do("open the board", chromedp.Navigate(base+"/alarm"), chromedp.WaitVisible(chromedp.CSS("#severe")), br.Shot("alarm-board"))
 	br.MustSee("storm", "#storm-state", "告警风暴进行中", "普通积压")
@@ -90,7 +90,7 @@ func TestAlarmConsoleInBrowser(t *testing.T) {
 	br.MustSee("notices", "#notices", "触发", "已送达")
 	br.MustSee("evidence", "#evidence", "133")
 	br.Do("acknowledge",
-		chromedp.SendKeys(chromedp.CSS("#comment"), "现场已派人处理"),
+		chromedp.SetValue(chromedp.CSS("#comment"), "现场已派人处理"),
 		chromedp.Click(chromedp.CSS(`#ack button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#acked")), br.Shot("alarm-acked"))
 	br.MustSee("acknowledged", "#instance", "已确认", "ops-zhao", "现场已派人处理")
