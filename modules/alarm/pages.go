@@ -162,7 +162,7 @@ type boardPage struct {
 }
 
 func (m *Module[TTx]) pageBoard(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	q := mweb.NewQuery(r, "device")
+	q := mweb.NewQuery(r, "device", "flash", "err")
 	dev := q.Text("device", 64)
 	if q.Err != nil {
 		return nil, q.Err
@@ -207,7 +207,7 @@ type evidence struct {
 }
 
 func (m *Module[TTx]) pageInstance(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	if err := noParams(r); err != nil {
+	if err := pageParams(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -259,7 +259,7 @@ type noticesPage struct {
 }
 
 func (m *Module[TTx]) pageNotices(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	if err := noParams(r); err != nil {
+	if err := pageParams(r); err != nil {
 		return nil, err
 	}
 	n, err := m.Notices(r.Context(), "", "", 200)
@@ -279,7 +279,7 @@ type silencesPage struct {
 }
 
 func (m *Module[TTx]) pageSilences(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	if err := noParams(r); err != nil {
+	if err := pageParams(r); err != nil {
 		return nil, err
 	}
 	s, err := m.Silences(r.Context(), 200)
@@ -304,7 +304,7 @@ type bar struct {
 }
 
 func (m *Module[TTx]) pageStorm(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	if err := noParams(r); err != nil {
+	if err := pageParams(r); err != nil {
 		return nil, err
 	}
 	p := m.StormPanel(r.Context())
@@ -327,3 +327,7 @@ type rowsData struct {
 
 // With pairs the page with a list for the rows template.
 func (p page) With(l []*Instance) rowsData { return rowsData{P: p, L: l} }
+
+// pageParams refuses parameters a page does not take; the console's
+// redirect messages (flash, err) are taken by every page.
+func pageParams(r *http.Request) error { return mweb.NewQuery(r, "flash", "err").Err }
