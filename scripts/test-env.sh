@@ -37,8 +37,16 @@
 # installed with apt-get first if it is missing (on another port than 4222 it
 # gets its own store, /var/lib/nats-server-PORT).
 #
+# It also makes Mosquitto answer for the alarm module's MQTT tests and exports
+# KEEL_TEST_MQTT_URL (see keel_mqtt_ensure_server): a reachable
+# KEEL_TEST_MQTT_URL is used as is; else the machine's mosquitto on
+# 127.0.0.1:$KEEL_TEST_MQTT_PORT (default 1883) is used if it answers, started
+# (mosquitto -d -c /etc/mosquitto/mosquitto.conf) if it is stopped, and
+# installed with apt-get (Debian's mosquitto) first if it is missing. Tests
+# that restart a broker run one of their own on a free port.
+#
 # Knobs: KEEL_TEST_PGPORT (default 5432), KEEL_TEST_NATS_PORT (default 4222),
-# KEEL_TEST_NO_INSTALL=1 (never apt-get).
+# KEEL_TEST_MQTT_PORT (default 1883), KEEL_TEST_NO_INSTALL=1 (never apt-get).
 #
 # The file only defines functions prefixed keel_ / _keel_ and does not change
 # the shell options of a shell that sources it.
@@ -346,6 +354,60 @@ keel_nats_ensure_server() {
 	_keel_log "NATS JetStream ready: $KEEL_TEST_NATS_URL"
 }
 
+# _keel_tcp_open HOST PORT: does something accept connections there?
+_keel_tcp_open() {
+	if { exec 8<>"/dev/tcp/$1/$2"; } 2>/dev/null; then
+		exec 8<&- 8>&-
+		return 0
+	fi
+	return 1
+}
+
+# keel_mqtt_ensure_server makes Mosquitto answer and exports
+# KEEL_TEST_MQTT_URL. Returns non-zero (after saying why) if it cannot.
+keel_mqtt_ensure_server() {
+	local port i hp
+	if [[ -n ${KEEL_TEST_MQTT_URL:-} ]]; then
+		hp=${KEEL_TEST_MQTT_URL#*://}
+		if _keel_tcp_open "${hp%:*}" "${hp##*:}"; then
+			_keel_log "using KEEL_TEST_MQTT_URL from the environment (reachable)"
+			return 0
+		fi
+		_keel_log "WARNING: KEEL_TEST_MQTT_URL=$KEEL_TEST_MQTT_URL does not answer; using the local mosquitto instead"
+	fi
+	port=${KEEL_TEST_MQTT_PORT:-1883}
+	if ! _keel_tcp_open 127.0.0.1 "$port"; then
+		if ! command -v mosquitto >/dev/null 2>&1 && [[ ! -x /usr/sbin/mosquitto ]]; then
+			_keel_log "mosquitto not installed: installing Debian's mosquitto with apt"
+			keel_apt_install mosquitto || {
+				_keel_log "could not install mosquitto"
+				return 1
+			}
+		fi
+	fi
+	if ! _keel_tcp_open 127.0.0.1 "$port"; then
+		local bin=/usr/sbin/mosquitto
+		[[ -x $bin ]] || bin=$(command -v mosquitto)
+		_keel_log "starting $bin -d -c /etc/mosquitto/mosquitto.conf"
+		_keel_as_root mkdir -p /run/mosquitto /var/lib/mosquitto /var/log/mosquitto || true
+		_keel_as_root chown mosquitto: /run/mosquitto /var/lib/mosquitto /var/log/mosquitto 2>/dev/null || true
+		_keel_as_root "$bin" -d -c /etc/mosquitto/mosquitto.conf >&2 || {
+			_keel_log "mosquitto did not start; see /var/log/mosquitto/mosquitto.log"
+			return 1
+		}
+		for ((i = 0; i < 150; i++)); do
+			_keel_tcp_open 127.0.0.1 "$port" && break
+			sleep 0.2
+		done
+		if ! _keel_tcp_open 127.0.0.1 "$port"; then
+			_keel_log "mosquitto did not answer on 127.0.0.1:$port within 30 s (its configuration must listen there)"
+			return 1
+		fi
+	fi
+	export KEEL_TEST_MQTT_URL="tcp://127.0.0.1:$port"
+	_keel_log "Mosquitto ready: $KEEL_TEST_MQTT_URL"
+}
+
 # keel_test_env_setup [--server-only]: the whole procedure described above.
 keel_test_env_setup() {
 	local t0 url_ok=""
@@ -400,11 +462,13 @@ _keel_main() {
 	if [[ $# -eq 0 ]]; then
 		keel_test_env_setup --server-only || return 1
 		keel_nats_ensure_server || return 1
+		keel_mqtt_ensure_server || return 1
 		echo "source scripts/test-env.sh (or run scripts/test-env.sh CMD...) to get a throwaway database"
 		return 0
 	fi
 	keel_test_env_setup || return 1
 	keel_nats_ensure_server || return 1
+	keel_mqtt_ensure_server || return 1
 	"$@"
 }
 
@@ -413,5 +477,6 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	exit $? # the EXIT trap drops the database
 fi
 # Sourced: set up PostgreSQL now; the caller decides what a failure means
-# (and calls keel_nats_ensure_server when it needs NATS).
+# (and calls keel_nats_ensure_server / keel_mqtt_ensure_server when it needs
+# NATS / Mosquitto).
 keel_test_env_setup

@@ -7,7 +7,8 @@
 # 1. sources scripts/test-env.sh: PostgreSQL running (started or installed if
 #    needed) and a throwaway database in KEEL_TEST_DATABASE_URL, dropped at exit;
 #    then NATS with JetStream (nats-server started, or installed, if needed) in
-#    KEEL_TEST_NATS_URL;
+#    KEEL_TEST_NATS_URL; then Mosquitto (the machine's started, or installed)
+#    in KEEL_TEST_MQTT_URL for the alarm module's MQTT tests;
 # 2. makes sure a C compiler (for -race) and Debian's chromium (for the console
 #    browser tests; KEEL_TEST_CHROMIUM) are installed;
 # 3. go vet, then (full run) delivery's requeue tests on SQLite without -race,
@@ -107,6 +108,7 @@ print_summary() {
 	for line in "${summary[@]}"; do printf '%s\n' "$line"; done
 	printf '  database   %s\n' "${db_note:-none}"
 	printf '  nats       %s\n' "${KEEL_TEST_NATS_URL:-none}"
+	printf '  mqtt       %s\n' "${KEEL_TEST_MQTT_URL:-none}"
 	printf '  chromium   %s\n' "${chromium_note:-not checked}"
 	printf '  total      %s' "$(fmt_secs "$total")"
 	if ((total > 20 * 60)); then printf '   (WARNING: over the 20-minute budget)'; fi
@@ -129,6 +131,10 @@ source "$root/scripts/test-env.sh" || {
 }
 keel_nats_ensure_server || {
 	echo "test: ERROR: could not make NATS JetStream answer for the JetStream bus's tests (see above)" >&2
+	exit 1
+}
+keel_mqtt_ensure_server || {
+	echo "test: ERROR: could not make Mosquitto answer for the alarm module's MQTT tests (see above)" >&2
 	exit 1
 }
 db_note=${KEEL_TEST_DATABASE_URL%%\?*}

@@ -16,6 +16,7 @@ import (
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/modules/alarm"
 	"github.com/keelwork/keel/modules/delivery"
 	"github.com/keelwork/keel/modules/inventory"
 	"github.com/keelwork/keel/modules/reservation"
@@ -31,6 +32,7 @@ var installed = []*module.Descriptor{
 	&delivery.Descriptor,
 	&inventory.Descriptor,
 	&tracking.Descriptor,
+	&alarm.Descriptor,
 }
 
 // allLines are the server's, the events backbone's, reconciliation's and

@@ -1,0 +1,15 @@
+DROP TABLE IF EXISTS alarm_audit;
+DROP TABLE IF EXISTS alarm_counter;
+DROP TABLE IF EXISTS alarm_replay;
+DROP TABLE IF EXISTS alarm_storm;
+DROP TABLE IF EXISTS alarm_ticket;
+DROP TABLE IF EXISTS alarm_silence;
+DROP TABLE IF EXISTS alarm_notice;
+DROP TABLE IF EXISTS alarm_group;
+DROP TABLE IF EXISTS alarm_history;
+DROP TABLE IF EXISTS alarm_instance;
+DROP TABLE IF EXISTS alarm_track;
+DROP TABLE IF EXISTS alarm_quarantine;
+DROP TABLE IF EXISTS alarm_telemetry;
+DROP TABLE IF EXISTS alarm_rule;
+DROP TABLE IF EXISTS alarm_device;

@@ -1,0 +1,266 @@
+package alarm
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsqlite"
+	"github.com/keelwork/keel/module/moduletest"
+)
+
+// mosquitto is a Mosquitto broker of the test's own, on a free port with a
+// persistence directory, so that restarting it disturbs no one else.
+type mosquitto struct {
+	t    testing.TB
+	conf string
+	port int
+	cmd  *exec.Cmd
+}
+
+func startMosquitto(t testing.TB) *mosquitto { return startMosquittoInflight(t, 20) }
+
+func startMosquittoInflight(t testing.TB, inflight int) *mosquitto {
+	t.Helper()
+	bin, err := exec.LookPath("mosquitto")
+	if err != nil {
+		bin = "/usr/sbin/mosquitto"
+	}
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	conf := filepath.Join(dir, "mosquitto.conf")
+	user := "mosquitto"
+	if os.Geteuid() == 0 {
+		user = "root"
+	}
+	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location %s/\nmax_queued_messages 0\nmax_inflight_messages %d\nuser %s\nlog_dest file %s/mosquitto.log\n",
+		port, dir, inflight, user, dir)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &mosquitto{t: t, conf: conf, port: port}
+	_ = bin
+	m.start()
+	t.Cleanup(m.stop)
+	return m
+}
+
+func (m *mosquitto) url() string { return fmt.Sprintf("tcp://127.0.0.1:%d", m.port) }
+
+func (m *mosquitto) start() {
+	m.t.Helper()
+	m.cmd = exec.Command("mosquitto", "-c", m.conf)
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatalf("starting mosquitto: %v", err)
+	}
+	moduletest.WaitFor(m.t, 20*time.Second, "mosquitto listening", func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", m.port), time.Second)
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+		return true
+	})
+}
+
+// stop ends it with SIGTERM: it writes its sessions and in-flight
+// messages to its persistence file.
+func (m *mosquitto) stop() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	_ = m.cmd.Wait()
+	m.cmd = nil
+}
+
+// TestAlarmMQTTChild is the consumer process of TestAlarmMQTTRedelivery:
+// it persists and, at its fifth acknowledgement, kills itself with
+// SIGKILL after persisting and before acknowledging.
+func TestAlarmMQTTChild(t *testing.T) {
+	dialect := os.Getenv("ALARM_CHILD_DIALECT")
+	if dialect == "" {
+		t.Skip("the consumer process of TestAlarmMQTTRedelivery")
+	}
+	ctx := context.Background()
+	settings := map[string]string{"alarm.mqtt_url": os.Getenv("ALARM_CHILD_MQTT"), "alarm.consumers": "1",
+		"alarm.client_prefix": "redelivery", "alarm.pool_size": "4", "alarm.reserved_conns": "1"}
+	var acks atomic.Int64
+	kill := func() {
+		if acks.Add(1) == 5 {
+			fmt.Println("KILLING after persisting, before acknowledging")
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+	switch dialect {
+	case "postgres":
+		d, err := keelpgx.Open(ctx, testdb.PostgresURL(t), &keelpgx.Config{Schema: os.Getenv("ALARM_CHILD_DB")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runChild(t, &moduletest.Env[pgx.Tx]{Name: dialect, Driver: d, DB: keelsql.Pgx(d.Pool()), Clock: moduletest.NewClock(time.Now())}, settings, kill)
+	default:
+		d, err := keelsqlite.Open(os.Getenv("ALARM_CHILD_DB"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runChild(t, &moduletest.Env[*sql.Tx]{Name: dialect, Driver: d, DB: keelsql.SQLite(d.DB()), Clock: moduletest.NewClock(time.Now())}, settings, kill)
+	}
+}
+
+func runChild[TTx any](t *testing.T, e *moduletest.Env[TTx], settings map[string]string, kill func()) {
+	m, err := New(e.Host(settings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.beforeAck = kill
+	cfg := &keel.Config{}
+	if err := m.Configure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	c := e.Client(t, cfg) // insert-only here: the parent delivers
+	if err := m.Start(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("SUBSCRIBED")
+	select {}
+}
+
+// TestAlarmMQTTRedelivery: the consumer, a real child process, is
+// SIGKILLed after persisting a message and before acknowledging it, and
+// the broker (Mosquitto with persistence) is restarted; a new consumer of
+// the same session gets what was not acknowledged: no reading is lost,
+// none is applied twice (one instance, counted once per reading).
+func TestAlarmMQTTRedelivery(t *testing.T) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: Lines})
+		e := &moduletest.Env[pgx.Tx]{Name: "postgres", Driver: d, DB: keelsql.Pgx(d.Pool()), Schema: schema, Clock: moduletest.NewClock(time.Now().UTC())}
+		testRedelivery(t, e, "postgres", schema)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: Lines})
+		e := &moduletest.Env[*sql.Tx]{Name: "sqlite", Driver: d, DB: keelsql.SQLite(d.DB()), Clock: moduletest.NewClock(time.Now().UTC())}
+		testRedelivery(t, e, "sqlite", path)
+	})
+}
+
+func testRedelivery[TTx any](t *testing.T, e *moduletest.Env[TTx], dialect, db string) {
+	broker := startMosquitto(t)
+	pre, err := New(e.Host(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pre.RegisterDevice(context.Background(), "m1", "", "gw1"); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^TestAlarmMQTTChild$", "-test.v", "-test.count=1")
+	child.Env = append(os.Environ(), "ALARM_CHILD_DIALECT="+dialect, "ALARM_CHILD_DB="+db, "ALARM_CHILD_MQTT="+broker.url())
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	subscribed := false
+	moduletest.WaitFor(t, 60*time.Second, "the child consumer subscribed", func() bool {
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					return subscribed
+				}
+				if strings.Contains(l, "SUBSCRIBED") {
+					subscribed = true
+				}
+				continue
+			default:
+			}
+			return subscribed
+		}
+	})
+	pub, err := NewPublisher(broker.url(), "redelivery-pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for seq := int64(1); seq <= n; seq++ {
+		tok := pub.Publish(Sample{Gateway: "gw1", Device: "m1", Metric: "temp", Value: 130, Boot: 1, Seq: seq, DeviceAt: time.Now()})
+		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish %d: %v", seq, tok.Error())
+		}
+	}
+	pub.Close()
+	err = child.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the child was not SIGKILLed: %v", err)
+	}
+	r := &rig[TTx]{t: t, e: e}
+	persisted := r.count("SELECT count(*) FROM alarm_telemetry")
+	if persisted < 5 {
+		t.Fatalf("the child persisted %d before dying", persisted)
+	}
+	// The broker restarts from its persistence file.
+	broker.stop()
+	broker.start()
+	r2 := start(t, e, map[string]string{"alarm.mqtt_url": broker.url(), "alarm.consumers": "1", "alarm.client_prefix": "redelivery"})
+	moduletest.WaitFor(t, 90*time.Second, "every reading persisted", func() bool {
+		return r2.count("SELECT count(*) FROM alarm_telemetry") == n
+	})
+	c, err := r2.m.CounterMap(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c[StageIngest+"/duplicate"] < 1 {
+		t.Fatalf("no redelivered duplicate seen (the child had persisted %d): %v", persisted, c)
+	}
+	l := r2.instances("m1")
+	late := r2.count("SELECT count(*) FROM alarm_telemetry WHERE late = true")
+	if len(l) != 1 || l[0].Count+late != n {
+		t.Fatalf("want one instance counting each reading once (%d late): %+v", late, l)
+	}
+	if h := r2.count("SELECT count(*) FROM alarm_history WHERE to_state = 'firing'"); h != 1 {
+		t.Fatalf("opened %d times", h)
+	}
+	if k := r2.count("SELECT count(*) FROM alarm_notice"); k != 1 {
+		t.Fatalf("notices %d", k)
+	}
+	t.Logf("%s: child persisted %d of %d before SIGKILL; after the broker restart all %d persisted once, %d redelivered duplicates absorbed",
+		dialect, persisted, n, n, c[StageIngest+"/duplicate"])
+}

@@ -1,0 +1,333 @@
+package alarm
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/module"
+	mweb "github.com/keelwork/keel/module/web"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+var pageTemplates = template.Must(template.New("").ParseFS(templateFiles, "templates/*.html"))
+
+// Nav implements module.Web.
+func (m *Module[TTx]) Nav() []module.NavItem {
+	return []module.NavItem{
+		{Path: "/alarm", ZH: "告警看板", EN: "Alarm board"},
+		{Path: "/alarm/notices", ZH: "通知与工单", EN: "Notices and tickets"},
+		{Path: "/alarm/silences", ZH: "静默", EN: "Silences"},
+		{Path: "/alarm/storm", ZH: "风暴面板", EN: "Storm panel"},
+	}
+}
+
+// Pages implements module.Web.
+func (m *Module[TTx]) Pages() []module.Page {
+	v, o := module.RoleViewer, module.RoleOperator
+	return []module.Page{
+		{Pattern: "GET /alarm", Role: v, Handle: m.pageBoard},
+		{Pattern: "GET /alarm/instances/{id}", Role: v, Handle: m.pageInstance},
+		{Pattern: "POST /alarm/instances/{id}/ack", Role: o, Handle: m.pageAck},
+		{Pattern: "GET /alarm/notices", Role: v, Handle: m.pageNotices},
+		{Pattern: "GET /alarm/silences", Role: v, Handle: m.pageSilences},
+		{Pattern: "GET /alarm/storm", Role: v, Handle: m.pageStorm},
+	}
+}
+
+// Group implements module.Grouper.
+func (m *Module[TTx]) Group() module.Group {
+	return module.Group{ZH: "物联网告警", EN: "IoT alarms", Order: 50}
+}
+
+// Home implements module.Homer: firing by severity and the storm state.
+func (m *Module[TTx]) Home(ctx context.Context) ([]module.Stat, error) {
+	rows, err := m.DB.Query(ctx, m.q.Get("InstanceFiringCounts"))
+	if err != nil {
+		return nil, err
+	}
+	by := map[int]float64{}
+	for rows.Next() {
+		var s int
+		var n float64
+		if err := rows.Scan(&s, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		by[s] = n
+	}
+	rows.Close()
+	lvl := func(n float64, bad bool) module.Level {
+		if n == 0 {
+			return module.LevelOK
+		}
+		if bad {
+			return module.LevelBad
+		}
+		return module.LevelWarn
+	}
+	p := m.Pressure()
+	storm := 0.0
+	if p.Storm != nil {
+		storm = 1
+	}
+	return []module.Stat{
+		{Key: "alarm.firing.severe", ZH: "严重告警", EN: "Severe firing", Value: by[SevSevere], UnitZH: "条", UnitEN: "", Level: lvl(by[SevSevere], true), Link: "/alarm"},
+		{Key: "alarm.firing.minor", ZH: "一般告警", EN: "Minor firing", Value: by[SevMinor], UnitZH: "条", Level: lvl(by[SevMinor], false), Link: "/alarm"},
+		{Key: "alarm.firing.info", ZH: "提示", EN: "Info firing", Value: by[SevInfo], UnitZH: "条", Level: module.LevelOK, Link: "/alarm"},
+		{Key: "alarm.storm", ZH: "告警风暴", EN: "Alarm storm", Value: storm, UnitZH: "场", UnitEN: "", Level: lvl(storm, true), Link: "/alarm/storm"},
+		{Key: "alarm.backlog", ZH: "普通积压", EN: "Ordinary backlog", Value: float64(p.Backlog), UnitZH: "条", Level: module.Level(min(p.Level, 2)), Link: "/alarm/storm"},
+	}, nil
+}
+
+// Search implements module.Searcher: a device id or an alarm instance id.
+func (m *Module[TTx]) Search(ctx context.Context, q string) ([]module.Hit, error) {
+	if q == "" || len(q) > 64 || !idPattern.MatchString(q) {
+		return []module.Hit{}, nil
+	}
+	hits := []module.Hit{}
+	list, err := m.instancesTx(ctx, m.DB, m.q.Get("InstanceSearch"), q)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range list {
+		hits = append(hits, module.Hit{KindZH: "告警实例", KindEN: "alarm instance", Title: i.ID + " " + StateZH(i.State),
+			Path: "/alarm/instances/" + url.PathEscape(i.ID)})
+	}
+	rows, err := m.DB.Query(ctx, m.q.Get("DeviceSearch"), q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, name, gw string
+		var at time.Time
+		if err := rows.Scan(&id, &name, &gw, &at); err != nil {
+			return nil, err
+		}
+		hits = append(hits, module.Hit{KindZH: "设备", KindEN: "device", Title: id + " " + name, Path: "/alarm?device=" + url.QueryEscape(id)})
+	}
+	return hits, rows.Err()
+}
+
+type page struct {
+	V *module.View
+}
+
+func (p page) T(zh, en string) string  { return p.V.Zh(zh, en) }
+func (p page) When(t time.Time) string { return mweb.Time(t) }
+func (p page) WhenP(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return mweb.Time(*t)
+}
+func (p page) Zone() string { return mweb.ZoneLabel(p.V.Lang) }
+func (p page) State(s string) string {
+	if p.V.Lang == "en" {
+		return StateEN(s)
+	}
+	return StateZH(s)
+}
+func (p page) Sev(s int) string {
+	if p.V.Lang == "en" {
+		return SeverityEN(s)
+	}
+	return SeverityZH(s)
+}
+func (p page) NState(s string) string { return p.V.Zh(NoticeStateZH(s), s) }
+func (p page) NKind(s string) string  { return p.V.Zh(NoticeKindZH(s), s) }
+func (p page) CanOperate() bool       { return p.V.Can(module.RoleOperator) }
+func (p page) Num(v float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
+
+type boardPage struct {
+	page
+	Device  string
+	Severe  []*Instance
+	Minor   []*Instance
+	Info    []*Instance
+	Closed  []*Instance
+	Storm   Pressure
+	Refresh int
+}
+
+func (m *Module[TTx]) pageBoard(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
+	q := mweb.NewQuery(r, "device", "flash", "err")
+	dev := q.Text("device", 64)
+	if q.Err != nil {
+		return nil, q.Err
+	}
+	list, err := m.Instances(r.Context(), "", dev, "", 300)
+	if err != nil {
+		return nil, err
+	}
+	p := boardPage{page: page{V: v}, Device: dev, Storm: m.Pressure(), Refresh: 5}
+	for _, i := range list {
+		switch {
+		case i.State == StRecovered:
+			if len(p.Closed) < 30 {
+				p.Closed = append(p.Closed, i)
+			}
+		case i.Severity >= SevSevere:
+			p.Severe = append(p.Severe, i)
+		case i.Severity == SevMinor:
+			p.Minor = append(p.Minor, i)
+		default:
+			p.Info = append(p.Info, i)
+		}
+	}
+	return module.Render(pageTemplates, "board", v.Zh("告警看板", "Alarm board"), "/alarm", p)
+}
+
+type instancePage struct {
+	page
+	I        *Instance
+	History  []HistoryEntry
+	Notices  []*Notice
+	Evidence []evidence
+}
+
+type evidence struct {
+	Metric            string
+	Boot, Seq         int64
+	Value             float64
+	DeviceAt, At, Rcv time.Time
+	Flag, Lane        string
+	Late              bool
+}
+
+func (m *Module[TTx]) pageInstance(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
+	if err := pageParams(r); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	i, err := m.InstanceByID(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if i == nil {
+		return nil, mweb.NotFound("没有告警实例 %s", id)
+	}
+	p := instancePage{page: page{V: v}, I: i}
+	if p.History, err = m.History(r.Context(), id); err != nil {
+		return nil, err
+	}
+	if p.Notices, err = m.Notices(r.Context(), "", id, 50); err != nil {
+		return nil, err
+	}
+	rows, err := m.DB.Query(r.Context(), m.q.Get("TelemetryOfDevice"), i.Device, 30)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e evidence
+		if err := rows.Scan(&e.Metric, &e.Boot, &e.Seq, &e.Value, &e.DeviceAt, &e.At, &e.Rcv, &e.Flag, &e.Lane, &e.Late); err != nil {
+			return nil, err
+		}
+		p.Evidence = append(p.Evidence, e)
+	}
+	return module.Render(pageTemplates, "instance", v.Zh("告警实例 ", "Alarm instance ")+id, "/alarm", p)
+}
+
+func (m *Module[TTx]) pageAck(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
+	id := r.PathValue("id")
+	comment := strings.TrimSpace(r.PostFormValue("comment"))
+	target := "/alarm/instances/" + url.PathEscape(id)
+	if err := m.Ack(keel.WithActor(r.Context(), v.Actor), id, v.Actor, comment); err != nil {
+		http.Redirect(w, r, target+"?err="+url.QueryEscape(v.Zh("确认失败：实例不在告警中", "Not acknowledged: the instance is not firing")), http.StatusSeeOther)
+		return nil, nil
+	}
+	http.Redirect(w, r, target+"?flash="+url.QueryEscape(v.Zh("已确认", "Acknowledged")), http.StatusSeeOther)
+	return nil, nil
+}
+
+type noticesPage struct {
+	page
+	Notices []*Notice
+	Tickets []Ticket
+}
+
+func (m *Module[TTx]) pageNotices(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
+	if err := pageParams(r); err != nil {
+		return nil, err
+	}
+	n, err := m.Notices(r.Context(), "", "", 200)
+	if err != nil {
+		return nil, err
+	}
+	t, err := m.Tickets(r.Context(), 100)
+	if err != nil {
+		return nil, err
+	}
+	return module.Render(pageTemplates, "notices", v.Zh("通知与工单", "Notices and tickets"), "/alarm/notices", noticesPage{page{v}, n, t})
+}
+
+type silencesPage struct {
+	page
+	Silences []Silence
+}
+
+func (m *Module[TTx]) pageSilences(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
+	if err := pageParams(r); err != nil {
+		return nil, err
+	}
+	s, err := m.Silences(r.Context(), 200)
+	if err != nil {
+		return nil, err
+	}
+	return module.Render(pageTemplates, "silences", v.Zh("静默", "Silences"), "/alarm/silences", silencesPage{page{v}, s})
+}
+
+type stormPage struct {
+	page
+	P     StormPanelData
+	Bars  []bar
+	Ratio string
+}
+
+type bar struct {
+	Label string
+	Value int64
+	Pct   int
+	Unit  string
+}
+
+func (m *Module[TTx]) pageStorm(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
+	if err := pageParams(r); err != nil {
+		return nil, err
+	}
+	p := m.StormPanel(r.Context())
+	sp := stormPage{page: page{v}, P: p, Ratio: fmt.Sprintf("%.1f", p.Compression)}
+	top := max(p.Pressure.StormWater, p.Pressure.Backlog, 1)
+	for _, b := range []struct {
+		zh, en string
+		n      int64
+	}{{"普通积压", "Ordinary backlog", p.Pressure.Backlog}, {"低水位", "Low water", p.Pressure.LowWater},
+		{"高水位", "High water", p.Pressure.HighWater}, {"风暴水位", "Storm water", p.Pressure.StormWater}} {
+		sp.Bars = append(sp.Bars, bar{Label: v.Zh(b.zh, b.en), Value: b.n, Pct: int(b.n * 100 / top), Unit: v.Zh("条", "samples")})
+	}
+	return module.Render(pageTemplates, "storm", v.Zh("风暴面板", "Storm panel"), "/alarm/storm", sp)
+}
+
+type rowsData struct {
+	P page
+	L []*Instance
+}
+
+// With pairs the page with a list for the rows template.
+func (p page) With(l []*Instance) rowsData { return rowsData{P: p, L: l} }
+
+// pageParams refuses parameters a page does not take; the console's
+// redirect messages (flash, err) are taken by every page.
+func pageParams(r *http.Request) error { return mweb.NewQuery(r, "flash", "err").Err }
