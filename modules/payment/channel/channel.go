@@ -61,6 +61,11 @@ type Notice struct {
 	Currency      string    // ISO 4217
 	State         State     // normalised state of the trade or refund
 	At            time.Time // success / refund time, UTC
+	// RefundedTotalMinor is the trade's cumulative refunded amount where the
+	// channel states it (Alipay refund_fee). Alipay's refund notify carries
+	// only this total, not the single refund's amount: there AmountMinor is
+	// 0 and the refund is confirmed with Client.QueryRefund.
+	RefundedTotalMinor int64
 }
 
 // Sentinel errors, matched with errors.Is. Verify's errors wrap one of the
