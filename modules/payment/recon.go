@@ -96,18 +96,23 @@ func (m *Module[TTx]) FetchBill(ctx context.Context, kind channel.Kind, day time
 // order and no operator has settled.
 func (m *Module[TTx]) reconCallbacks(ctx context.Context, in keelrecon.RunInput) (keelrecon.RunOutput, error) {
 	var out keelrecon.RunOutput
+	type mismatch struct {
+		no, txn, cur, detail, dig string
+		amt, count                int64
+		at                        time.Time
+	}
+	// Read whole before reading the payments: SQLite has one connection.
 	rows, err := m.db.Query(ctx, m.q.Get("CallbackMismatches"), in.Cutoff)
+	ms, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (mismatch, error) {
+		var x mismatch
+		err := r.Scan(&x.no, &x.txn, &x.amt, &x.cur, &x.detail, &x.dig, &x.at, &x.count)
+		return x, err
+	})
 	if err != nil {
 		return out, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var no, txn, cur, detail, dig string
-		var amt, count int64
-		var at time.Time
-		if err := rows.Scan(&no, &txn, &amt, &cur, &detail, &dig, &at, &count); err != nil {
-			return out, err
-		}
+	for _, x := range ms {
+		no, txn, amt, cur, dig, at, count := x.no, x.txn, x.amt, x.cur, x.dig, x.at, x.count
 		out.Compared++
 		p, _ := m.Payment(ctx, no)
 		ours := map[string]any{"payment_no": no}
@@ -131,7 +136,7 @@ func (m *Module[TTx]) reconCallbacks(ctx context.Context, in keelrecon.RunInput)
 			Impact:          amt, Currency: cur, NeedsApproval: true,
 		})
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // executeAdjudicate records the operator's finding on a disagreeing
