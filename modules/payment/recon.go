@@ -269,9 +269,12 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 	for _, no := range payNos {
 		lines := byPay[no]
 		b := lines[0]
+		if b.State == string(channel.StateRefunded) {
+			b.State = string(channel.StatePaid) // a refunded trade was paid first: its refunds are matched below
+		}
 		sk := sumKey{b.Day, b.Merchant, b.Currency}
 		p := pays[no]
-		ev := map[string]any{"channel": lines}
+		ev := map[string]any{"channel": billEvidence(lines)}
 		if p != nil {
 			ev["ours"] = map[string]any{"payment_no": p.No, "state": p.State, "amount_minor": p.Amount, "currency": p.Currency, "transaction_id": p.Txn}
 			ev["ledger"] = map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed}
@@ -364,7 +367,7 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 		b := lines[0]
 		sk := sumKey{b.Day, b.Merchant, b.Currency}
 		r := refunds[no]
-		ev := map[string]any{"channel": lines}
+		ev := map[string]any{"channel": billEvidence(lines)}
 		fp := fmt.Sprintf("%s %d %s %d", b.RefundID, b.Amount, b.Currency, len(lines))
 		if r != nil {
 			ev["ours"] = map[string]any{"refund_no": r.No, "payment_no": r.PaymentNo, "state": r.State, "amount_minor": r.Amount, "currency": r.Currency}
@@ -417,6 +420,20 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 	}
 	out.Discrepancies = ds
 	return out, nil
+}
+
+// billEvidence is the channel's side of a discrepancy: the first line's
+// fields and every line.
+func billEvidence(lines []billRow) map[string]any {
+	b := lines[0]
+	ls := make([]map[string]any, len(lines))
+	for i, l := range lines {
+		ls[i] = map[string]any{"day": l.Day, "transaction_id": l.Txn, "refund_id": l.RefundID, "amount_minor": l.Amount,
+			"fee_minor": l.Fee, "currency": l.Currency, "state": l.State, "at": l.At.UTC()}
+	}
+	return map[string]any{"payment_no": b.PaymentNo, "refund_no": b.RefundNo, "transaction_id": b.Txn,
+		"merchant_id": b.Merchant, "amount_minor": b.Amount, "currency": b.Currency, "state": b.State,
+		"lines": len(lines), "rows": ls}
 }
 
 func (m *Module[TTx]) readBill(ctx context.Context, cutoff time.Time) ([]billRow, error) {
@@ -557,10 +574,10 @@ func (m *Module[TTx]) executeChannel(ctx context.Context, tx keelsql.Tx[TTx], d 
 		}
 		var txn string
 		var ev struct {
-			Channel []billRow `json:"channel"`
+			TransactionID string `json:"transaction_id"`
 		}
-		if err := json.Unmarshal(d.Evidence["channel"], &ev.Channel); err == nil && len(ev.Channel) > 0 {
-			txn = ev.Channel[0].Txn
+		if err := json.Unmarshal(d.Evidence["channel"], &ev); err == nil {
+			txn = ev.TransactionID
 		}
 		if txn == "" {
 			return fmt.Errorf("%w: no channel transaction in the evidence", keeltype.ErrInvalidState)

@@ -20,7 +20,7 @@ SELECT DISTINCT channel, day FROM pay_bill_line WHERE fetched_at <= $1;
 -- Every payment with what the ledger and the order say of it.
 SELECT p.payment_no, p.order_id, p.channel, p.merchant_id, p.amount_minor, p.currency, p.state,
        COALESCE(p.transaction_id, ''), p.paid_at, p.created_at,
-       COALESCE((SELECT j.amount_minor FROM pay_journal j WHERE j.entry_key = 'payment:' || p.payment_no || ':capture' AND j.posted_at <= $1), 0),
+       COALESCE((SELECT SUM(j.amount_minor) FROM pay_journal j WHERE j.entry_key IN ('payment:' || p.payment_no || ':capture', 'payment:' || p.payment_no || ':late') AND j.posted_at <= $1), 0),
        COALESCE((SELECT j.amount_minor FROM pay_journal j WHERE j.entry_key = 'payment:' || p.payment_no || ':capture:reversal' AND j.posted_at <= $1), 0),
        COALESCE(o.state, ''), COALESCE(o.amount_minor, 0)
 FROM pay_payment p LEFT JOIN pay_order o ON o.id = p.order_id
