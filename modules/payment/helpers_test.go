@@ -42,16 +42,17 @@ type tenv[TTx any] struct {
 	client  *keel.Client[TTx]
 	sim     *paysim.Sim
 	ingress *httptest.Server
+	dsn     string
 }
 
 func pgEnv(t testing.TB) *tenv[pgx.Tx] {
-	d, _ := testdb.OpenPostgres(t, &testdb.Options{Lines: testLines})
-	return &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool())}
+	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: testLines})
+	return &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema)}
 }
 
 func liteEnv(t testing.TB) *tenv[*sql.Tx] {
-	d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: testLines})
-	return &tenv[*sql.Tx]{name: "sqlite", drv: d, db: keelsql.SQLite(d.DB())}
+	d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: testLines})
+	return &tenv[*sql.Tx]{name: "sqlite", drv: d, db: keelsql.SQLite(d.DB()), dsn: path}
 }
 
 // each runs a generic test once per database, in parallel.
@@ -80,6 +81,7 @@ type startOpts struct {
 	approve  map[string]int64
 	sim      paysim.Options
 	noSweep  bool
+	existing *paysim.Sim // a simulator already running (its callbacks then go nowhere)
 }
 
 // start builds and starts everything.
@@ -130,11 +132,15 @@ func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 	if so.ClientTimeout == 0 {
 		so.ClientTimeout = 2 * time.Second
 	}
-	e.sim, err = paysim.Start(ctx, so)
-	if err != nil {
-		t.Fatal(err)
+	if o.existing != nil {
+		e.sim = o.existing
+	} else {
+		e.sim, err = paysim.Start(ctx, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.sim.Close() })
 	}
-	t.Cleanup(func() { _ = e.sim.Close() })
 	for _, k := range []channel.Kind{channel.KindWeChat, channel.KindAlipay} {
 		cfg := e.sim.Config(k)
 		ch, err := channel.New(ctx, cfg)
@@ -248,3 +254,8 @@ func (e *tenv[TTx]) post(t testing.TB, kind channel.Kind, h http.Header, body []
 	n, _ := resp.Body.Read(b)
 	return resp.StatusCode, string(b[:n])
 }
+
+type (
+	pgxTx = pgx.Tx
+	sqlTx = *sql.Tx
+)
