@@ -18,6 +18,7 @@ import (
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery"
 	"github.com/keelwork/keel/modules/inventory"
+	"github.com/keelwork/keel/modules/payment"
 	"github.com/keelwork/keel/modules/reservation"
 	"github.com/keelwork/keel/modules/tracking"
 	"github.com/keelwork/keel/server/migration"
@@ -31,6 +32,7 @@ var installed = []*module.Descriptor{
 	&delivery.Descriptor,
 	&inventory.Descriptor,
 	&tracking.Descriptor,
+	&payment.Descriptor,
 }
 
 // allLines are the server's, the events backbone's, reconciliation's and
