@@ -82,6 +82,7 @@ type startOpts struct {
 	sim      paysim.Options
 	noSweep  bool
 	existing *paysim.Sim // a simulator already running (its callbacks then go nowhere)
+	demo     bool        // keel dev: the module runs its own simulator and demo data
 }
 
 // start builds and starts everything.
@@ -109,7 +110,7 @@ func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 	if o.noSweep {
 		settings["payment.sweep_every"] = "1h"
 	}
-	h := &module.Host[TTx]{DB: e.db, Logger: moduletest.Quiet(), Settings: settings, Recon: e.recon, Events: e.ev}
+	h := &module.Host[TTx]{DB: e.db, Logger: moduletest.Quiet(), Settings: settings, Recon: e.recon, Events: e.ev, Demo: o.demo}
 	e.m, err = New(h)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,9 @@ func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 	if so.ClientTimeout == 0 {
 		so.ClientTimeout = 2 * time.Second
 	}
-	if o.existing != nil {
+	if o.demo {
+		// the module's own simulator and merchants
+	} else if o.existing != nil {
 		e.sim = o.existing
 	} else {
 		e.sim, err = paysim.Start(ctx, so)
@@ -142,6 +145,9 @@ func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 		t.Cleanup(func() { _ = e.sim.Close() })
 	}
 	for _, k := range []channel.Kind{channel.KindWeChat, channel.KindAlipay} {
+		if o.demo {
+			break
+		}
 		cfg := e.sim.Config(k)
 		ch, err := channel.New(ctx, cfg)
 		if err != nil {
