@@ -265,3 +265,41 @@ type (
 	pgxTx = pgx.Tx
 	sqlTx = *sql.Tx
 )
+
+// start2 builds the module on an events backbone the caller made and
+// starts both (benchmarks: the backlog is emitted first).
+func (e *tenv[TTx]) start2(t testing.TB, ev *keelevents.Events[TTx]) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	e.m, err = New(&module.Host[TTx]{DB: e.db, Logger: moduletest.Quiet(), Settings: testSettings(map[string]string{"payment.sweep_every": "1h"}), Events: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &keel.Config{Logger: moduletest.Quiet()}
+	for _, c := range []interface{ Configure(*keel.Config) error }{ev, e.m} {
+		if err := c.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.client, err = keel.NewClient(e.drv, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Start(ctx, e.client); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Start(ctx, e.client); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.m.Stop(ctx)
+		_ = ev.Stop(ctx)
+		_ = e.client.Stop(ctx)
+	})
+}
