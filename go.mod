@@ -14,6 +14,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/text v0.43.0
 	modernc.org/sqlite v1.62.0
 )

@@ -343,10 +343,10 @@ func (a *aliPay) QueryRefund(ctx context.Context, outTradeNo, outRefundNo string
 	return n, nil
 }
 
-// Bill asks for the trade bill's download URL of day's calendar date (in
-// day's own location, which should be China time) and downloads the zip.
+// Bill asks for the trade bill's download URL of the channel's day (China
+// time, UTC+8) that contains the instant day, and downloads the zip.
 func (a *aliPay) Bill(ctx context.Context, day time.Time) ([]BillLine, error) {
-	date := day.Format("2006-01-02")
+	date := day.In(alipay.ChinaTime).Format("2006-01-02")
 	op := "alipay bill " + date
 	var bu alipay.BillURL
 	if err := a.call(ctx, op, apMethodBillURL, map[string]string{"bill_type": "trade", "bill_date": date}, &bu); err != nil {

@@ -128,7 +128,8 @@ type Client interface {
 	Refund(ctx context.Context, r RefundRequest) (*Notice, error)
 	// QueryRefund returns the refund's state; ErrNotFound means it was not executed.
 	QueryRefund(ctx context.Context, outTradeNo, outRefundNo string) (*Notice, error)
-	// Bill downloads and parses the channel's trade bill for one day.
+	// Bill downloads and parses the channel's trade bill for one day: the
+	// channel's day (China time for WeChat and Alipay) containing the instant day.
 	Bill(ctx context.Context, day time.Time) ([]BillLine, error)
 }
 
@@ -154,6 +155,12 @@ type Config struct {
 	PublicKeyPEM   []byte
 	HTTPTimeout    time.Duration
 	Now            func() time.Time
+	// Stripe: the secret API key, the webhook endpoint's signing secrets
+	// (whsec_…; several while one is being rolled, any may match) and how
+	// old a signed webhook may be (default 5 minutes).
+	APIKey           string
+	WebhookSecrets   []string
+	WebhookTolerance time.Duration
 }
 
 // New builds a configured channel. Channel kinds are registered by the

@@ -464,8 +464,9 @@ func (w *weChat) call(ctx context.Context, op, method, path string, query url.Va
 	var e wechatpay.Error
 	_ = json.Unmarshal(raw, &e)
 	detail := strings.TrimSpace(e.Code + " " + e.Message)
-	if status < 500 && !signed {
-		// A refusal nobody signed may come from anything in between.
+	if !signed {
+		// An error nobody signed may come from anything in between (a proxy,
+		// a load balancer): it proves nothing about the channel's state.
 		return fmt.Errorf("%s: %w: unsigned HTTP %d %s", op, ErrUnknownOutcome, status, detail)
 	}
 	switch e.Code {
@@ -537,11 +538,11 @@ func (w *weChat) QueryRefund(ctx context.Context, outTradeNo, outRefundNo string
 	return n, nil
 }
 
-// Bill downloads the trade bill (type ALL) of day's calendar date, taken in
-// day's own location, which should be China time (the channel's day). The
-// file is checked against the SHA1 the bill call announced.
+// Bill downloads the trade bill (type ALL) of the channel's day (China
+// time, UTC+8) that contains the instant day. The file is checked against
+// the SHA1 the bill call announced.
 func (w *weChat) Bill(ctx context.Context, day time.Time) ([]BillLine, error) {
-	date := day.Format("2006-01-02")
+	date := day.In(wechatpay.ChinaTime).Format("2006-01-02")
 	op := "wechat bill " + date
 	var bu wechatpay.BillURL
 	err := w.call(ctx, op, http.MethodGet, wxPathTradeBill, url.Values{"bill_date": {date}, "bill_type": {"ALL"}}, nil, &bu)

@@ -82,7 +82,7 @@ type billEvent struct {
 // events lists the day's (China time) payments and executed refunds, with
 // the injections that apply to each, in time order.
 func (s *Sim) events(kind channel.Kind, day time.Time) ([]billEvent, []Injection) {
-	from := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, chinaTime)
+	from := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, day.Location())
 	to := from.Add(24 * time.Hour)
 	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
 	s.mu.Lock()

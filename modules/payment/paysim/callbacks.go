@@ -25,7 +25,7 @@ type callback struct {
 }
 
 func (s *Sim) notifyPayment(kind channel.Kind, outTradeNo string) {
-	s.start(&callback{kind: kind, outTradeNo: outTradeNo, notifyID: randomString(32), url: s.opts.NotifyURL[kind]})
+	s.start(&callback{kind: kind, outTradeNo: outTradeNo, notifyID: randomString(32), url: s.notifyURL(kind)})
 }
 
 func (s *Sim) notifyRefund(kind channel.Kind, outRefundNo string) {
@@ -34,13 +34,30 @@ func (s *Sim) notifyRefund(kind channel.Kind, outRefundNo string) {
 	s.mu.Unlock()
 	if ok {
 		s.start(&callback{kind: kind, outTradeNo: r.outTradeNo, outRefundNo: outRefundNo,
-			notifyID: randomString(32), url: s.opts.NotifyURL[kind]})
+			notifyID: randomString(32), url: s.notifyURL(kind)})
 	}
 }
 
+func (s *Sim) notifyURL(kind channel.Kind) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notify[kind]
+}
+
+// SetNotifyURL changes where a channel sends callbacks from now on (for a
+// receiver that can only start once it has the channel's Config).
+func (s *Sim) SetNotifyURL(kind channel.Kind, url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify[kind] = url
+}
+
 func (s *Sim) schedule(kind channel.Kind) []time.Duration {
-	if kind == channel.KindWeChat {
+	switch kind {
+	case channel.KindWeChat:
 		return wechatpay.RetrySchedule
+	case channel.KindStripe:
+		return StripeRetrySchedule
 	}
 	return alipay.RetrySchedule
 }
@@ -73,11 +90,17 @@ func (s *Sim) start(cb *callback) {
 	go s.deliver(cb, dup, wait, release)
 }
 
+// heldFloor is the least time a reordered callback waits for the next one.
+const heldFloor = 10 * time.Second
+
 func (s *Sim) deliver(cb *callback, dup int, wait chan struct{}, release []chan struct{}) {
 	defer s.wg.Done()
 	sched := s.schedule(cb.kind)
 	if wait != nil {
-		t := time.NewTimer(s.scaled(sched[0]))
+		// Released when the next callback has been sent; if none follows,
+		// it goes at its first retry, but never sooner than heldFloor, so a
+		// compressed schedule on a busy machine still reorders.
+		t := time.NewTimer(max(s.scaled(sched[0]), heldFloor))
 		select {
 		case <-wait:
 		case <-t.C:
@@ -173,6 +196,8 @@ func (s *Sim) sendOne(cb *callback) bool {
 		ok = resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent
 	case channel.KindAlipay:
 		ok = resp.StatusCode == http.StatusOK && strings.TrimSpace(string(reply)) == alipay.ReplySuccess
+	case channel.KindStripe:
+		ok = resp.StatusCode >= 200 && resp.StatusCode < 300
 	}
 	s.mu.Lock()
 	if cb.outRefundNo != "" {
@@ -191,8 +216,11 @@ func (s *Sim) sendOne(cb *callback) bool {
 }
 
 func (s *Sim) build(cb *callback) (http.Header, []byte, error) {
-	if cb.kind == channel.KindWeChat {
+	switch cb.kind {
+	case channel.KindWeChat:
 		return s.wx.callback(cb)
+	case channel.KindStripe:
+		return s.st.callback(cb)
 	}
 	return s.ap.callback(cb)
 }

@@ -82,6 +82,10 @@ const (
 	// Abnormal (WeChat) accepts the refund, which then ends ABNORMAL: the
 	// money did not move.
 	Abnormal
+	// Processing (WeChat, Stripe) accepts the refund and leaves it
+	// PROCESSING / pending until SettleRefund. Alipay refunds synchronously,
+	// so there it behaves as Normal.
+	Processing
 )
 
 type key struct {
@@ -101,12 +105,15 @@ type Sim struct {
 
 	wx *wxServer
 	ap *apServer
+	st *stServer
 
 	mu          sync.Mutex
+	notify      map[channel.Kind]string
 	trades      map[key]*trade
 	refunds     map[key]*refund
 	behaviour   map[string]Behaviour
-	used        map[string]bool // behaviour already applied once
+	refundTrade map[string]string // out_refund_no → out_trade_no of every refund call
+	used        map[string]bool   // behaviour already applied once
 	injections  map[channel.Kind][]Injection
 	dupNext     int
 	reorderNext bool
@@ -148,17 +155,21 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	s := &Sim{opts: opts, now: now, ctx: cctx, cancel: cancel,
 		http: &http.Client{Timeout: opts.CallbackTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		trades: map[key]*trade{}, refunds: map[key]*refund{}, behaviour: map[string]Behaviour{},
+		notify: map[channel.Kind]string{}, trades: map[key]*trade{}, refunds: map[key]*refund{}, behaviour: map[string]Behaviour{}, refundTrade: map[string]string{},
 		used: map[string]bool{}, injections: map[channel.Kind][]Injection{},
 		c: counters{sent: map[string]int{}, acked: map[string]int{}, lost: map[string]int{},
 			refundSent: map[string]int{}, refundAcked: map[string]int{}, queries: map[string]int{},
 			refundQueries: map[string]int{}, refundCalls: map[string]int{}, closes: map[string]int{}}}
+	for k, u := range opts.NotifyURL {
+		s.notify[k] = u
+	}
 	if s.wx, err = newWXServer(s, keys[0], keys[1]); err != nil {
 		cancel()
 		return nil, err
 	}
 	s.ap = newAPServer(s, keys[2], keys[3])
-	for _, srv := range []*server{&s.wx.server, &s.ap.server} {
+	s.st = newSTServer(s)
+	for _, srv := range []*server{&s.wx.server, &s.ap.server, &s.st.server} {
 		if err := s.listen(srv); err != nil {
 			s.Close()
 			return nil, err
@@ -190,7 +201,7 @@ func (s *Sim) listen(srv *server) error {
 }
 
 func (s *Sim) shutdown() {
-	for _, srv := range []*server{&s.wx.server, &s.ap.server} {
+	for _, srv := range []*server{&s.wx.server, &s.ap.server, &s.st.server} {
 		if srv.srv != nil {
 			_ = srv.srv.Close()
 		}
@@ -212,6 +223,8 @@ func (s *Sim) URL(kind channel.Kind) string {
 		return s.wx.base
 	case channel.KindAlipay:
 		return s.ap.base
+	case channel.KindStripe:
+		return s.st.base
 	}
 	return ""
 }
@@ -220,8 +233,11 @@ func (s *Sim) merchant(kind channel.Kind) Merchant {
 	if m, ok := s.opts.Merchants[kind]; ok {
 		return m
 	}
-	if kind == channel.KindWeChat {
+	switch kind {
+	case channel.KindWeChat:
 		return Merchant{MerchantID: "1900000109", AppID: "wxd678efh567hg6787"}
+	case channel.KindStripe:
+		return Merchant{MerchantID: s.st.account}
 	}
 	return Merchant{MerchantID: "2088102146225135", AppID: "2021000116697718"}
 }
@@ -243,6 +259,11 @@ func (s *Sim) Config(kind channel.Kind) channel.Config {
 		s.mu.Lock()
 		cfg.PublicKeyPEM = publicPEM(&s.ap.platformKey.PublicKey)
 		s.mu.Unlock()
+	case channel.KindStripe:
+		cfg.APIKey = s.st.apiKey
+		s.mu.Lock()
+		cfg.WebhookSecrets = append([]string(nil), s.st.secrets...)
+		s.mu.Unlock()
 	}
 	return cfg
 }
@@ -250,8 +271,11 @@ func (s *Sim) Config(kind channel.Kind) channel.Config {
 // RotateKey gives the channel a new platform key. WeChat: a new certificate
 // with a new serial signs from now on; /v3/certificates lists old and new.
 // Alipay: a new gateway key signs from now on; Config carries its public
-// key (the gateway has no serials: Keel must be reconfigured). It returns
-// the new WeChat serial ("" for Alipay).
+// key (the gateway has no serials: Keel must be reconfigured). Stripe: a
+// new webhook secret; webhooks carry signatures under the old and the new
+// one while the roll lasts, and Config lists both. It returns the new
+// WeChat serial ("" for the others). RotateKey generates an RSA key, which
+// takes a moment.
 func (s *Sim) RotateKey(kind channel.Kind) (string, error) {
 	k, err := NewKey()
 	if err != nil {
@@ -270,6 +294,11 @@ func (s *Sim) RotateKey(kind channel.Kind) (string, error) {
 	case channel.KindAlipay:
 		s.mu.Lock()
 		s.ap.platformKey = k
+		s.mu.Unlock()
+		return "", nil
+	case channel.KindStripe:
+		s.mu.Lock()
+		s.st.secrets = append(s.st.secrets, "whsec_"+randomString(32))
 		s.mu.Unlock()
 		return "", nil
 	}
@@ -298,7 +327,8 @@ func (s *Sim) Duplicate(n int) {
 }
 
 // Reorder holds the next callback back until the one after it has been
-// sent (or, if none follows, until its first retry would be due).
+// sent (or, if none follows, until its first retry would be due, and at
+// least ten seconds).
 func (s *Sim) Reorder() {
 	s.mu.Lock()
 	s.reorderNext = true
@@ -346,6 +376,8 @@ func (s *Sim) RefundCallbacksSent(outRefundNo string) int {
 func (s *Sim) RefundAcks(outRefundNo string) int { return count(s.c.refundAcked, &s.mu, outRefundNo) }
 
 // Queries is how many payment queries for the trade the channel answered.
+// Stripe's client finds the PaymentIntent by a search before every call,
+// so for Stripe every call about the trade counts.
 func (s *Sim) Queries(outTradeNo string) int { return count(s.c.queries, &s.mu, outTradeNo) }
 
 // RefundQueries is how many refund queries for the refund number arrived.

@@ -19,6 +19,7 @@ type trade struct {
 	created       time.Time
 	paidAt        time.Time
 	refunded      int64
+	chargeID      string // Stripe
 }
 
 type refund struct {
@@ -50,8 +51,12 @@ func (s *Sim) Create(kind channel.Kind, outTradeNo string, amountMinor int64, cu
 	if _, ok := s.trades[k]; ok {
 		return
 	}
-	s.trades[k] = &trade{kind: kind, outTradeNo: outTradeNo, amount: amountMinor, currency: currency,
+	t := &trade{kind: kind, outTradeNo: outTradeNo, amount: amountMinor, currency: currency,
 		state: channel.StateNotPaid, created: s.now()}
+	if kind == channel.KindStripe {
+		t.transactionID = "pi_" + randomString(24) // a PaymentIntent exists from the start
+	}
+	s.trades[k] = t
 }
 
 // Pay is the buyer paying: the trade becomes paid and its callback starts
@@ -73,7 +78,7 @@ func (s *Sim) PayWithoutCallback(kind channel.Kind, outTradeNo string) error {
 }
 
 func (s *Sim) pay(kind channel.Kind, outTradeNo string) error {
-	if kind != channel.KindWeChat && kind != channel.KindAlipay {
+	if kind != channel.KindWeChat && kind != channel.KindAlipay && kind != channel.KindStripe {
 		return fmt.Errorf("%w %q", errUnknownKind, kind)
 	}
 	s.mu.Lock()
@@ -86,10 +91,13 @@ func (s *Sim) pay(kind channel.Kind, outTradeNo string) error {
 		return fmt.Errorf("paysim: %s trade %q is already paid", kind, outTradeNo)
 	}
 	t.state, t.paidAt = channel.StatePaid, s.now()
-	if kind == channel.KindWeChat {
+	switch kind {
+	case channel.KindWeChat:
 		t.transactionID = s.id("42000")
-	} else {
+	case channel.KindAlipay:
 		t.transactionID = s.id("") + "22001"
+	case channel.KindStripe:
+		t.chargeID = "ch_" + randomString(24)
 	}
 	return nil
 }
@@ -140,6 +148,7 @@ func (s *Sim) doRefund(kind channel.Kind, outTradeNo, outRefundNo string, amount
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.c.refundCalls[outRefundNo]++
+	s.refundTrade[outRefundNo] = outTradeNo
 	b := s.behaviour[outRefundNo]
 	first := !s.used[outRefundNo]
 	if r, ok := s.refunds[key{kind, outRefundNo}]; ok {
@@ -170,12 +179,19 @@ func (s *Sim) doRefund(kind channel.Kind, outTradeNo, outRefundNo string, amount
 	now := s.now()
 	r := &refund{kind: kind, outTradeNo: outTradeNo, outRefundNo: outRefundNo, amount: amount,
 		state: channel.StateRefunded, created: now, at: now, transactionID: t.transactionID}
-	if kind == channel.KindWeChat {
+	switch kind {
+	case channel.KindWeChat:
 		r.refundID = s.id("50300")
+	case channel.KindStripe:
+		r.refundID = "re_" + randomString(24)
 	}
-	if b == Abnormal {
+	switch {
+	case b == Abnormal:
 		r.state, r.at = channel.StateRefundFail, time.Time{}
-	} else {
+	case b == Processing && kind != channel.KindAlipay:
+		r.state, r.at = channel.StateRefunding, time.Time{}
+		t.refunded += amount // reserved: it can only settle
+	default:
 		t.refunded += amount
 	}
 	s.refunds[key{kind, outRefundNo}] = r
@@ -246,4 +262,28 @@ func (s *Sim) reject() {
 	s.mu.Lock()
 	s.c.rejected++
 	s.mu.Unlock()
+}
+
+// SettleRefund completes a refund left processing by the Processing
+// behaviour: it becomes SUCCESS (and is notified with RefundCallbacks).
+func (s *Sim) SettleRefund(kind channel.Kind, outRefundNo string) error {
+	s.mu.Lock()
+	r, ok := s.refunds[key{kind, outRefundNo}]
+	if !ok || r.state != channel.StateRefunding {
+		s.mu.Unlock()
+		return fmt.Errorf("paysim: %s has no processing refund %q", kind, outRefundNo)
+	}
+	r.state, r.at = channel.StateRefunded, s.now()
+	notify := s.opts.RefundCallbacks
+	if notify {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if notify {
+		go func() {
+			defer s.wg.Done()
+			s.notifyRefund(kind, outRefundNo)
+		}()
+	}
+	return nil
 }

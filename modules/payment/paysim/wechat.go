@@ -305,7 +305,13 @@ func (w *wxServer) callback(cb *callback) (http.Header, []byte, error) {
 			w.s.mu.Unlock()
 			return nil, nil, fmt.Errorf("paysim: no trade %q", cb.outTradeNo)
 		}
-		plain, _ = json.Marshal(w.transaction(*t))
+		tx := w.transaction(*t)
+		if t.state == channel.StatePaid {
+			// The notification describes the payment as it succeeded, even
+			// when a retry goes out after a refund.
+			tx.TradeState, tx.TradeStateDesc = "SUCCESS", "支付成功"
+		}
+		plain, _ = json.Marshal(tx)
 	}
 	w.s.mu.Unlock()
 	res, err := w.Resource(plain, original)
