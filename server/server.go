@@ -99,13 +99,25 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, api: a, console: con, done: make(chan error, 1)}
-	s.handler = s.routes()
+	h, err := s.routes()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = h
 	return s, nil
 }
 
-func (s *Server) routes() http.Handler {
+func (s *Server) routes() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", s.api)
+	taken := map[string]bool{}
+	for _, p := range s.api.ModulePatterns() {
+		_, path, _ := strings.Cut(p, " ")
+		taken[path] = true
+	}
+	if err := mountIngress(mux, s.cfg.Modules, taken); err != nil {
+		return nil, err
+	}
 	// Module paths go to the API whatever the method, so that a wrong
 	// method gets the API's 405 problem rather than the console's 404.
 	seen := map[string]bool{}
@@ -125,7 +137,34 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	mux.Handle("/", s.console)
-	return mux
+	return mux, nil
+}
+
+// mountIngress mounts the modules' public endpoints (module.Ingress) on
+// mux, outside the API's authentication. A pattern without a method,
+// under the API's prefix or on a path another route holds is refused, so
+// a module cannot make an authenticated path public.
+func mountIngress(mux *http.ServeMux, mods []module.Web, taken map[string]bool) error {
+	for _, m := range mods {
+		in, ok := m.(module.Ingress)
+		if !ok {
+			continue
+		}
+		for _, e := range in.Ingress() {
+			method, path, ok := strings.Cut(e.Pattern, " ")
+			switch {
+			case !ok || method == "" || !strings.HasPrefix(path, "/") || e.Handler == nil:
+				return fmt.Errorf("server: module %s: ingress %q must be \"METHOD /path\" with a handler", m.Name(), e.Pattern)
+			case path == api.Prefix || strings.HasPrefix(path, api.Prefix+"/") || strings.HasPrefix(path, "/api/"):
+				return fmt.Errorf("server: module %s: ingress %q is under the API", m.Name(), e.Pattern)
+			case taken[path] || path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/":
+				return fmt.Errorf("server: module %s: ingress %q is already taken", m.Name(), e.Pattern)
+			}
+			taken[path] = true
+			mux.Handle(e.Pattern, e.Handler)
+		}
+	}
+	return nil
 }
 
 // ready answers 200 while the database answers and the server is not

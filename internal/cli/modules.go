@@ -19,6 +19,7 @@ import (
 	"github.com/keelwork/keel/modules/alarm"
 	"github.com/keelwork/keel/modules/delivery"
 	"github.com/keelwork/keel/modules/inventory"
+	"github.com/keelwork/keel/modules/payment"
 	"github.com/keelwork/keel/modules/reservation"
 	"github.com/keelwork/keel/modules/tracking"
 	"github.com/keelwork/keel/server/migration"
@@ -33,6 +34,7 @@ var installed = []*module.Descriptor{
 	&inventory.Descriptor,
 	&tracking.Descriptor,
 	&alarm.Descriptor,
+	&payment.Descriptor,
 }
 
 // allLines are the server's, the events backbone's, reconciliation's and

@@ -39,6 +39,15 @@ func (Probe) Nav() []module.NavItem {
 	return []module.NavItem{{Path: "/probe", ZH: "探针", EN: "Probe"}}
 }
 
+// Ingress: one public path, as a payment channel's notifications need
+// (module.Ingress); it answers whoever calls, with no token.
+func (Probe) Ingress() []module.Endpoint {
+	return []module.Endpoint{{Pattern: "POST /probe/notify", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("received"))
+	})}}
+}
+
 func probeGet(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	if q := web.NewQuery(r); q.Err != nil {
 		return 0, nil, q.Err

@@ -1,0 +1,124 @@
+package payment
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/keelwork/keel/internal/browsertest"
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keelevents/eventsweb"
+	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelrecon"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
+	"github.com/keelwork/keel/modules/payment/channel"
+	"github.com/keelwork/keel/server"
+	"github.com/keelwork/keel/server/auth"
+	"github.com/keelwork/keel/server/migration"
+)
+
+// TestPaymentBrowser drives Chromium through Keel's real server: a paid
+// payment's detail with its state history and callback evidence, a partial
+// refund from its form confirmed by the channel, then the discrepancy of
+// money taken for a closed order: requested by one operator, approved and
+// executed by another on the reconciliation pages.
+func TestPaymentBrowser(t *testing.T) {
+	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
+		return append(migration.Lines(dialect), testLines(dialect)...)
+	}})
+	e := &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema)}
+	e.start(t, startOpts{noSweep: true, settings: map[string]string{"payment.pay_timeout": "1m"}})
+	ctx := context.Background()
+	const paid, late = "WEB0000001", "WEB0000002"
+	e.paid(t, channel.KindWeChat, paid, 128800)
+	e.pay(t, channel.KindWeChat, late, 200000, "CNY")
+	moduletest.WaitFor(t, 10*time.Second, "the timeout", func() bool { p, _ := e.m.Payment(ctx, late); return time.Now().After(p.ExpiresAt) })
+	if st, err := e.m.QueryPayment(ctx, late); err != nil || st != PayClosed {
+		t.Fatalf("close: %s %v", st, err)
+	}
+	if err := e.sim.PayWithoutCallback(channel.KindWeChat, late); err != nil {
+		t.Fatal(err)
+	}
+	e.settled(t, paid)
+	if _, err := e.m.FetchBill(ctx, channel.KindWeChat, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, ReconChannel)
+	dd := e.open(t, ReconChannel)["pay:"+late]
+	if dd == nil {
+		t.Fatal("no discrepancy")
+	}
+	ew, err := eventsweb.New(&eventsweb.Config[pgx.Tx]{Recon: e.recon, Events: e.ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDBFromPool(d.Pool())
+	t.Cleanup(func() { _ = db.Close() })
+	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.db, e.client))
+	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: e.client, Auth: store,
+		Logger: slog.New(slog.DiscardHandler), Modules: []module.Web{e.m, ew}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(c)
+	})
+	alice, _, err := store.CreateToken(ctx, "alice", auth.RoleOperator, "test", "browser fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, _, err := store.CreateToken(ctx, "bob", auth.RoleOperator, "test", "browser fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := srv.URL()
+	br := browsertest.New(t, 120*time.Second)
+	br.Login(base, alice)
+	br.Do("payments", chromedp.Navigate(base+"/payments"), chromedp.WaitVisible(chromedp.CSS("#payments")))
+	br.MustSee("payments", "main", "支付单", paid, "支付成功", "已关闭", "1,288.00 CNY")
+	br.Do("detail", chromedp.Navigate(base+"/payments/"+paid), chromedp.WaitVisible(chromedp.CSS("#callbacks")))
+	br.MustSee("detail", "main", "状态历史", "待支付", "回调证据", "已生效", "账务分录", "支付入账")
+	br.Do("refund", chromedp.SendKeys(chromedp.CSS("#refund-amount"), "88.00"), chromedp.Click(chromedp.CSS("#refund-submit")))
+	br.Confirm("refund: reason", "少发一件配件", "main .flash")
+	br.MustSee("refund sent", "main .flash", "已发起退款", paid+"R01")
+	moduletest.WaitFor(t, 30*time.Second, "the refund confirmed", func() bool { return e.refundState(t, paid+"R01") == RefundDone })
+	br.Do("refund done", chromedp.Navigate(base+"/payments/"+paid), chromedp.WaitVisible(chromedp.CSS("#refunds")))
+	br.MustSee("refund done", "#refunds", "已退款", "88.00 CNY")
+	br.Do("shot", br.Shot("payment-detail-refunded"))
+
+	dPath := "/recon/discrepancies/" + itoa(int(dd.ID))
+	br.Do("discrepancy", chromedp.Navigate(base+dPath), chromedp.WaitVisible(chromedp.CSS("#evidence")))
+	br.MustSee("discrepancy", "main", "状态不符", "2,000.00 CNY")
+	br.Do("request", chromedp.Click(chromedp.CSS("button.request")))
+	br.Confirm("request", "渠道已收款而订单已关闭, 申请原路退款", `#d-state[data-state="awaiting_approval"]`)
+	br.CheckConsole()
+
+	b2 := browsertest.New(t, 120*time.Second)
+	b2.Login(base, bob)
+	b2.Do("bob opens", chromedp.Navigate(base+dPath), chromedp.WaitVisible(chromedp.CSS("button.approve")))
+	b2.Do("approve", chromedp.Click(chromedp.CSS("button.approve")))
+	b2.Confirm("approve", "核对渠道账单一致, 同意退款", `#d-state[data-state="approved"]`)
+	b2.Do("execute", chromedp.Click(chromedp.CSS("button.execute")))
+	b2.Confirm("execute", "执行已批准的原路退款", `#d-state[data-state="executed"]`)
+	b2.Do("shot", b2.Shot("payment-discrepancy-executed"))
+	b2.CheckConsole()
+	moduletest.WaitFor(t, 30*time.Second, "the compensation's refund at the channel", func() bool {
+		rs, _ := e.m.Refunds(ctx, RefundDone, late, "", 10)
+		return len(rs) == 1 && e.sim.RefundCalls(rs[0].RefundNo) == 1
+	})
+	if d, _ := e.recon.GetDiscrepancy(ctx, dd.ID); d.State != keelrecon.StateExecuted {
+		t.Fatalf("discrepancy %s", d.State)
+	}
+}

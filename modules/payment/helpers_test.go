@@ -1,0 +1,305 @@
+package payment
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelevents"
+	"github.com/keelwork/keel/keelmigrate"
+	"github.com/keelwork/keel/keelrecon"
+	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
+	"github.com/keelwork/keel/modules/payment/channel"
+	"github.com/keelwork/keel/modules/payment/paysim"
+)
+
+func testLines(dialect string) []keelmigrate.Line {
+	lines := append([]keelmigrate.Line{keelevents.Line(dialect)}, keelrecon.Lines(dialect)...)
+	return append(lines, Lines(dialect)...)
+}
+
+// tenv is one test database with the events backbone on the in-database
+// bus, reconciliation, the module, its callback ingress on a loopback
+// server and the channel simulator calling it.
+type tenv[TTx any] struct {
+	name    string
+	drv     keeldriver.Driver[TTx]
+	db      keelsql.DB[TTx]
+	ev      *keelevents.Events[TTx]
+	recon   *keelrecon.Recon[TTx]
+	m       *Module[TTx]
+	client  *keel.Client[TTx]
+	sim     *paysim.Sim
+	ingress *httptest.Server
+	dsn     string
+}
+
+func pgEnv(t testing.TB) *tenv[pgx.Tx] {
+	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: testLines})
+	return &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema)}
+}
+
+func liteEnv(t testing.TB) *tenv[*sql.Tx] {
+	d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: testLines})
+	return &tenv[*sql.Tx]{name: "sqlite", drv: d, db: keelsql.SQLite(d.DB()), dsn: path}
+}
+
+// each runs a generic test once per database, in parallel.
+func each(t *testing.T, pg func(t *testing.T, e *tenv[pgx.Tx]), lite func(t *testing.T, e *tenv[*sql.Tx])) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); pg(t, pgEnv(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); lite(t, liteEnv(t)) })
+}
+
+// testSettings compress the channel's day: horizons of seconds, backoffs
+// of milliseconds.
+func testSettings(extra map[string]string) map[string]string {
+	s := map[string]string{
+		"payment.time_scale":     "0.001",
+		"payment.sweep_every":    "50ms",
+		"payment.refund_backoff": "20s", // 20ms scaled
+	}
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
+type startOpts struct {
+	settings map[string]string
+	approve  map[string]int64
+	sim      paysim.Options
+	noSweep  bool
+	existing *paysim.Sim // a simulator already running (its callbacks then go nowhere)
+	demo     bool        // keel dev: the module runs its own simulator and demo data
+}
+
+// start builds and starts everything.
+func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
+	t.Helper()
+	ctx := context.Background()
+	bus, err := keelevents.NewDatabaseBus(e.db, &keelevents.DatabaseBusConfig{Logger: moduletest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close() })
+	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour, Logger: moduletest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc *keelrecon.Config
+	if o.approve != nil {
+		rc = &keelrecon.Config{ApproveAbove: o.approve}
+	}
+	e.recon, err = keelrecon.New(e.db, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := testSettings(o.settings)
+	if o.noSweep {
+		settings["payment.sweep_every"] = "1h"
+	}
+	h := &module.Host[TTx]{DB: e.db, Logger: moduletest.Quiet(), Settings: settings, Recon: e.recon, Events: e.ev, Demo: o.demo}
+	e.m, err = New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handler atomic.Pointer[http.Handler]
+	e.ingress = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*handler.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(e.ingress.Close)
+	hh := e.m.CallbackHandler()
+	handler.Store(&hh)
+	so := o.sim
+	so.NotifyURL = map[channel.Kind]string{
+		channel.KindWeChat: e.ingress.URL + CallbackPath(channel.KindWeChat),
+		channel.KindAlipay: e.ingress.URL + CallbackPath(channel.KindAlipay),
+	}
+	if so.TimeScale == 0 {
+		so.TimeScale = 3600
+	}
+	if so.ClientTimeout == 0 {
+		so.ClientTimeout = 2 * time.Second
+	}
+	if o.demo {
+		// the module's own simulator and merchants
+	} else if o.existing != nil {
+		e.sim = o.existing
+	} else {
+		e.sim, err = paysim.Start(ctx, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.sim.Close() })
+	}
+	for _, k := range []channel.Kind{channel.KindWeChat, channel.KindAlipay} {
+		if o.demo {
+			break
+		}
+		cfg := e.sim.Config(k)
+		ch, err := channel.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.m.AddMerchant(Merchant{Kind: k, MerchantID: cfg.MerchantID, AppID: cfg.AppID, Channel: ch})
+	}
+	cfg := &keel.Config{Logger: moduletest.Quiet(), Queues: map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 8}}}
+	for _, c := range []interface{ Configure(*keel.Config) error }{e.ev, e.m, e.recon} {
+		if err := c.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.client, err = keel.NewClient(e.drv, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.recon.Start(ctx, e.client); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ev.Start(ctx, e.client); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Start(ctx, e.client); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.m.Stop(ctx)
+		_ = e.ev.Stop(ctx)
+		_ = e.client.Stop(ctx)
+	})
+}
+
+// pay creates a payment order here and its trade at the channel.
+func (e *tenv[TTx]) pay(t testing.TB, kind channel.Kind, no string, amount int64, currency string) *Payment {
+	t.Helper()
+	p, err := e.m.CreatePayment(context.Background(), NewPayment{PaymentNo: no, OrderID: "O" + no, Channel: string(kind),
+		AmountMinor: amount, Currency: currency})
+	if err != nil {
+		t.Fatalf("creating payment %s: %v", no, err)
+	}
+	e.sim.Create(kind, no, amount, currency)
+	return p
+}
+
+func (e *tenv[TTx]) count(t testing.TB, query string, args ...any) int64 {
+	t.Helper()
+	if e.db.Dialect() == "sqlite" {
+		query = toSQLite(query)
+	}
+	var n int64
+	if err := e.db.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// toSQLite rewrites $n placeholders for SQLite (test queries only).
+func toSQLite(q string) string {
+	out := []byte{}
+	for i := 0; i < len(q); i++ {
+		if q[i] == '$' {
+			out = append(out, '?')
+			continue
+		}
+		out = append(out, q[i])
+	}
+	return string(out)
+}
+
+func (e *tenv[TTx]) state(t testing.TB, no string) string {
+	t.Helper()
+	p, err := e.m.Payment(context.Background(), no)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.State
+}
+
+func (e *tenv[TTx]) refundState(t testing.TB, no string) string {
+	t.Helper()
+	r, err := e.m.Refund(context.Background(), no)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.State
+}
+
+// post sends a callback to the ingress as a channel would; it returns the
+// status and the reply body.
+func (e *tenv[TTx]) post(t testing.TB, kind channel.Kind, h http.Header, body []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.ingress.URL+CallbackPath(kind), bytesReader(body))
+	for k, vs := range h {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b := make([]byte, 4096)
+	n, _ := resp.Body.Read(b)
+	return resp.StatusCode, string(b[:n])
+}
+
+type (
+	pgxTx = pgx.Tx
+	sqlTx = *sql.Tx
+)
+
+// start2 builds the module on an events backbone the caller made and
+// starts both (benchmarks: the backlog is emitted first).
+func (e *tenv[TTx]) start2(t testing.TB, ev *keelevents.Events[TTx]) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	e.m, err = New(&module.Host[TTx]{DB: e.db, Logger: moduletest.Quiet(), Settings: testSettings(map[string]string{"payment.sweep_every": "1h"}), Events: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &keel.Config{Logger: moduletest.Quiet()}
+	for _, c := range []interface{ Configure(*keel.Config) error }{ev, e.m} {
+		if err := c.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.client, err = keel.NewClient(e.drv, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Start(ctx, e.client); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Start(ctx, e.client); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.m.Stop(ctx)
+		_ = ev.Stop(ctx)
+		_ = e.client.Stop(ctx)
+	})
+}

@@ -1,0 +1,12 @@
+DROP TABLE pay_compensation;
+DROP TABLE pay_bill_line;
+DROP TABLE pay_journal_line;
+DROP TABLE pay_journal;
+DROP TABLE pay_account;
+DROP TABLE pay_security_audit;
+DROP TABLE pay_callback;
+DROP TABLE pay_refund_history;
+DROP TABLE pay_refund;
+DROP TABLE pay_payment_history;
+DROP TABLE pay_payment;
+DROP TABLE pay_order;

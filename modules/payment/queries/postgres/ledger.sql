@@ -1,0 +1,50 @@
+-- The double-entry ledger: accounts per currency, an append-only journal
+-- of balanced entries, one per (subject, action).
+
+-- name: AccountEnsure
+INSERT INTO pay_account (code, currency, kind, allow_negative, balance_minor, updated_at)
+VALUES ($1, $2, $3, $4, 0, $5)
+ON CONFLICT (code, currency) DO NOTHING;
+
+-- name: AccountMove
+-- Refused (no row) when the account would go below zero and its type
+-- does not allow it.
+UPDATE pay_account SET balance_minor = balance_minor + $3, updated_at = $4
+WHERE code = $1 AND currency = $2 AND (allow_negative = 1 OR balance_minor + $3 >= 0);
+
+-- name: AccountList
+SELECT code, currency, kind, allow_negative, balance_minor, updated_at FROM pay_account ORDER BY currency, code;
+
+-- name: JournalInsert
+INSERT INTO pay_journal (entry_key, subject, action, payment_no, refund_no, event_id, amount_minor, currency,
+                         reverses, posted_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT (entry_key) DO NOTHING
+RETURNING id;
+
+-- name: JournalByKey
+SELECT id, amount_minor, currency FROM pay_journal WHERE entry_key = $1;
+
+-- name: JournalLineInsert
+INSERT INTO pay_journal_line (journal_id, line, account, side, amount_minor, currency)
+VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: JournalOfPayment
+SELECT id, entry_key, subject, action, payment_no, refund_no, event_id, amount_minor, currency,
+       COALESCE(reverses, 0), posted_at
+FROM pay_journal WHERE payment_no = $1 ORDER BY id;
+
+-- name: JournalCount
+SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1 AND action = $2;
+
+-- name: JournalUnbalanced
+-- Entries whose debits and credits differ: none may exist.
+SELECT j.id FROM pay_journal j JOIN pay_journal_line l ON l.journal_id = j.id
+GROUP BY j.id
+HAVING SUM(CASE WHEN l.side = 'D' THEN l.amount_minor ELSE 0 END) <> SUM(CASE WHEN l.side = 'C' THEN l.amount_minor ELSE 0 END);
+
+-- name: OldestUnposted
+-- The oldest paid payment without its capture entry: the age of what the
+-- ledger has not yet booked.
+SELECT MIN(p.paid_at) FROM pay_payment p
+WHERE p.state = 'paid' AND NOT EXISTS (SELECT 1 FROM pay_journal j WHERE j.entry_key = 'payment:' || p.payment_no || ':capture');
