@@ -29,7 +29,7 @@ func TestTaskListLikeItsSiblings(t *testing.T) {
 	refresh(t, i)
 	task := createTask(t, i, Filter{AppID: app.ID, Status: StatusFailed}, CreateTaskRequest{Rate: 1})
 	base, token := e.serve(i, "ops-li", auth.RoleOperator)
-	br := browsertest.New(t, 60*time.Second)
+	br := browsertest.New(t, 150*time.Second)
 	br.Login(base, token)
 	for _, c := range []struct{ lang, nav string }{{"zh", "重投任务"}, {"en", "Requeue tasks"}} {
 		br.Do(c.lang+" task list", chromedp.Navigate(base+"/delivery/tasks?lang="+c.lang),
