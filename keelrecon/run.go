@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -103,7 +104,13 @@ func (r *Recon[TTx]) finish(ctx context.Context, id int64, res *runResult, runEr
 		if n := 1000; utf8.RuneCountInString(msg) > n {
 			msg = string([]rune(msg)[:n])
 		}
-		r.cfg.Logger.Error("reconciliation run failed", "run", id, "error", runErr)
+		if ctx.Err() != nil || errors.Is(runErr, context.Canceled) {
+			// A run cut off by a stop is recorded as failed (the next run
+			// compares again) but is not an error of anyone's.
+			r.cfg.Logger.Info("reconciliation run stopped", "run", id)
+		} else {
+			r.cfg.Logger.Error("reconciliation run failed", "run", id, "error", runErr)
+		}
 	}
 	totals, err := json.Marshal(res.totals)
 	if err != nil || res.totals == nil {

@@ -183,23 +183,39 @@ func TestDevShowsMovingWork(t *testing.T) {
 	// broker, and its ordered inbox consumer takes them off it.
 	awaitStreamMsgs(t, natsURL, "KEEL_RESERVATION", 1)
 	awaitConsumed(t, natsURL, "KEEL_RESERVATION")
+	before := p.out.Len()
 	stopAt := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	// A stop says that it is stopping and what it waits for, ends within
-	// its documented bound, and logs no cancellation as an error.
+	// its documented bound, and logs nothing it causes as an error.
 	p.await(t, stoppingLine, 5*time.Second)
 	p.await(t, stoppedLine, 20*time.Second)
-	if err := p.cmd.Wait(); err != nil {
-		for line := range p.lines {
+	err := p.cmd.Wait()
+	took := time.Since(stopAt)
+	// Wait closed the pipe's writer side only at the cleanup; what the
+	// process printed after "stopped" is already in the channel.
+	for drained := false; !drained; {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				drained = true
+				break
+			}
 			p.out.WriteString(line + "\n")
+		case <-time.After(time.Second):
+			drained = true
 		}
+	}
+	if err != nil {
 		t.Fatalf("keel dev did not stop cleanly on Ctrl-C: %v\n%s", err, p.out.String())
 	}
-	if took := time.Since(stopAt); took > 16*time.Second {
+	if took > 16*time.Second {
 		t.Errorf("keel dev took %s to stop, more than its 15 s bound", took)
 	}
-	if strings.Contains(p.out.String(), "level=ERROR") && strings.Contains(p.out.String(), "context canceled") {
-		t.Errorf("the stop logged a cancellation as an error:\n%s", p.out.String())
+	for _, line := range strings.Split(p.out.String()[before:], "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("the stop logged an error: %s", line)
+		}
 	}
 	again := start(t, nil, devArgs...)
 	again.await(t, natsLine, 30*time.Second)

@@ -27,8 +27,15 @@ var pageTmpl = template.Must(template.New("delivery").Funcs(template.FuncMap{
 		}
 		return *p
 	},
-	"count":    func(t TaskView, o string) int64 { return countOf(t, keeltype.BatchOutcome(o)) },
-	"waiting":  waitingOf,
+	"count":   func(t TaskView, o string) int64 { return countOf(t, keeltype.BatchOutcome(o)) },
+	"waiting": waitingOf,
+	"done":    doneOf,
+	"max1": func(n int64) int64 {
+		if n < 1 {
+			return 1
+		}
+		return n
+	},
 	"pair":     func(v, t any) map[string]any { return map[string]any{"V": v, "Task": t} },
 	"classKey": classKey,
 }).ParseFS(templateFiles, "templates/*.html"))
@@ -54,6 +61,18 @@ func countOf(t TaskView, o keeltype.BatchOutcome) int64 {
 		}
 	}
 	return 0
+}
+
+// doneOf is how many of a task's items have ended (every outcome that is
+// not live), the list's progress.
+func doneOf(t TaskView) int64 {
+	var n int64
+	for _, c := range t.Counts {
+		if !c.Outcome.Live() {
+			n += c.N
+		}
+	}
+	return n
 }
 
 func waitingOf(t TaskView) int64 {

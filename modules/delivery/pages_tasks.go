@@ -160,7 +160,8 @@ func (m *Module[TTx]) pageTasks(_ http.ResponseWriter, r *http.Request, v *modul
 		base.Set("before", itoa(list.Next))
 		d.Next = "/delivery/tasks?" + base.Encode()
 	}
-	return render(v, v.Zh("后台重投任务", "Requeue tasks"), "/delivery/tasks", "tasks", d)
+	// The title is the navigation's label for the page.
+	return render(v, v.Zh("重投任务", "Requeue tasks"), "/delivery/tasks", "tasks", d)
 }
 
 type taskData struct {

@@ -196,6 +196,9 @@ type InvariantReport struct {
 	// Due is the backlog: paid reservations past their release point that
 	// no run has released yet (failed ones excluded).
 	Due int `json:"due"`
+	// DueDryRun is the part of Due in dry-run categories, which a run
+	// records and never releases.
+	DueDryRun int `json:"due_dry_run"`
 }
 
 func (m *Module[TTx]) invariant(r *http.Request) (*InvariantReport, error) {
@@ -214,6 +217,9 @@ func (m *Module[TTx]) invariant(r *http.Request) (*InvariantReport, error) {
 		return nil, err
 	}
 	rep.Due, err = m.DueCount(r.Context())
+	if err == nil {
+		rep.DueDryRun, err = m.DueDryRunCount(r.Context())
+	}
 	return rep, err
 }
 

@@ -242,7 +242,9 @@ func (m *Module[TTx]) pageRuns(w http.ResponseWriter, r *http.Request, v *module
 	if checked {
 		inv, err = m.invariant(r)
 	} else if inv.Due, err = m.DueCount(r.Context()); err == nil {
-		inv.DeadLetters, err = m.DeadLetterCount(r.Context())
+		if inv.DueDryRun, err = m.DueDryRunCount(r.Context()); err == nil {
+			inv.DeadLetters, err = m.DeadLetterCount(r.Context())
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -106,6 +106,14 @@ func (m *Module[TTx]) DueCount(ctx context.Context) (int, error) {
 	return n, wrapf(err, "counting due reservations")
 }
 
+// DueDryRunCount is how many of DueCount are in dry-run categories (the
+// gray switch): a run records them and releases none, so they stay due.
+func (m *Module[TTx]) DueDryRunCount(ctx context.Context) (int, error) {
+	var n int
+	err := m.db.QueryRow(ctx, m.sql("DueCountDryRun"), m.now()).Scan(&n)
+	return n, wrapf(err, "counting due reservations in dry-run categories")
+}
+
 // StateCounts counts reservations per state.
 func (m *Module[TTx]) StateCounts(ctx context.Context) (map[State]int, error) {
 	rows, err := m.db.Query(ctx, m.sql("StateCounts"))

@@ -88,7 +88,7 @@ func (c *Console) batch(w http.ResponseWriter, r *http.Request, v *view) error {
 		return err
 	}
 	if d.Batch.Progress.ETASeconds > 0 {
-		d.ETA = (time.Duration(d.Batch.Progress.ETASeconds) * time.Second).String()
+		d.ETA = durationWords(v.Lang, time.Duration(d.Batch.Progress.ETASeconds)*time.Second)
 	}
 	d.Unsettle = d.Batch.Progress.Total - d.Batch.Progress.Done
 	rows, err := c.cfg.Engine.BatchItems(r.Context(), &keel.BatchItemsParams{BatchID: id, AfterSubject: after,

@@ -169,6 +169,8 @@ var words = map[string][2]string{
 	"snapshot_at":     {"快照时间（UTC+8）", "Snapshot time (UTC+8)"},
 	"filter_json":     {"筛选条件", "Filter"},
 	"preview_counts":  {"预览统计", "Preview counts"},
+	"filter_all":      {"全部记录", "all records"},
+	"raw_value":       {"原始值", "Raw value"},
 	"rate_per_key":    {"每键速率(每秒)", "Rate per key (/s)"},
 	"eta":             {"预计剩余", "ETA"},
 	"items_rate":      {"处理速度(条/秒)", "Items per second"},

@@ -80,7 +80,11 @@ func (rc *Receiver[TTx]) push(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := rc.Svc.Ingest(ctx, code, ingest.ViaWebhook, evs)
 	if err != nil {
-		if rc.Log != nil {
+		// A push cut off by a stop (its request's context cancelled) is
+		// the carrier's to send again, not an error of anyone's.
+		if rc.Log != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
+			rc.Log.Info("stopping; the carrier will push again", "carrier", code)
+		} else if rc.Log != nil {
 			rc.Log.Error("ingesting a push", "carrier", code, "err", err)
 		}
 		// 503: the carrier retries the same push later, which is safe.

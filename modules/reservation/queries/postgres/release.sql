@@ -50,6 +50,14 @@ SELECT coalesce(sum((SELECT count(*) FROM rsv_reservation r
                        AND r.expected_release_at <= $1)), 0)
 FROM rsv_category c;
 
+-- name: DueCountDryRun
+-- The part of DueCount in dry-run categories: counted, never released.
+SELECT coalesce(sum((SELECT count(*) FROM rsv_reservation r
+                     WHERE r.category_id = c.id AND r.state = 'paid' AND r.retry_count = 0
+                       AND r.expected_release_at <= $1)), 0)
+FROM rsv_category c
+WHERE c.release_mode = 'dry_run';
+
 -- name: ReleaseMany
 -- The whole release of one transaction's candidates in one statement
 -- (they are held by its claim): return each place to its slot (slots
