@@ -132,6 +132,17 @@ func testInboxBatch[TTx any](t *testing.T, env *tenv[TTx]) {
 	if err := ev.Archive(ctx); err != nil { // prunes the bus
 		t.Fatal(err)
 	}
+	// Counted from here: the first phase may already have absorbed
+	// redeliveries (a batch retried one by one, a lease lost on a loaded
+	// machine), which are duplicates too.
+	before := map[string]keelevents.ConsumerStats{}
+	cs0, err := ev.ConsumerStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs0 {
+		before[c.Name] = c
+	}
 	var again []keelevents.Message
 	for i := range 10 {
 		p := payload(i)
@@ -157,7 +168,8 @@ func testInboxBatch[TTx any](t *testing.T, env *tenv[TTx]) {
 		}
 		done := 0
 		for _, c := range cs {
-			if c.Name != "bad" && c.Duplicates == 9 && c.Quarantined == 1 {
+			b := before[c.Name]
+			if c.Name != "bad" && c.Duplicates-b.Duplicates == 9 && c.Quarantined-b.Quarantined == 1 {
 				done++
 			}
 		}
