@@ -82,7 +82,7 @@ func spawn[TTx any](t *testing.T, e *tenv[TTx], name, role string, from, count, 
 		close(p.done)
 	}()
 	t.Cleanup(p.kill)
-	if got := p.next(t, "ready", 90*time.Second); got != "ready" {
+	if got := p.next(t, "ready", 3*time.Minute); got != "ready" {
 		t.Fatalf("%s: %q before ready", name, got)
 	}
 	return p
@@ -220,6 +220,14 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	// During reservations: three processes on the same lines; one is
 	// killed each time the ledger has grown by 60 rows, and replaced.
 	ws := []*proc{worker(), worker(), worker()}
+	if e.driver == "sqlite" {
+		// SQLite has one writer for every process: under the race
+		// detector on a loaded machine a fourth process starting next to
+		// three busy writers could wait minutes for its turn. Two workers
+		// still reserve the same lines at once.
+		ws[2].kill()
+		ws = ws[:2]
+	}
 	base := ledger()
 	for k := range 3 {
 		target := base + int64(60*(k+1))
