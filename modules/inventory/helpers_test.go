@@ -64,7 +64,7 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bus.Close() })
-	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour, Logger: quiet()})
+	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 10 * time.Second, StatsInterval: time.Hour, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
