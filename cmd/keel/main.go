@@ -44,7 +44,7 @@ func root() *cobra.Command {
 	cmd.PersistentFlags().String("schema", os.Getenv("KEEL_SCHEMA"), "PostgreSQL schema for Keel's tables (env KEEL_SCHEMA)")
 	cmd.PersistentFlags().String("server", os.Getenv("KEEL_SERVER"), "admin verbs: act through this server's API (token from env KEEL_TOKEN) instead of --database-url (env KEEL_SERVER)")
 	cmd.PersistentFlags().Bool("json", false, "admin verbs: print JSON for scripts instead of tables")
-	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd(), batchesCmd(), eventsCmd(), reconCmd(), approvalsCmd(), inventoryCmd())
+	cmd.AddCommand(devCmd(), serveCmd(), migrateCmd(), benchCmd(), jobsCmd(), queuesCmd(), keysCmd(), auditCmd(), tokensCmd(), batchesCmd(), eventsCmd(), reconCmd(), approvalsCmd())
 	cmd.AddCommand(moduleCmds()...)
 	return cmd
 }

@@ -3,32 +3,43 @@ package inventory
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
+	"hash/fnv"
 	"sync"
+	"time"
 
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/modules/inventory/domain"
+	"github.com/keelwork/keel/modules/inventory/store"
 )
 
-// coalescer merges concurrent reservations of one (warehouse, SKU) into
-// one conditional statement: the first caller to find the pair idle leads,
-// takes every request waiting (up to a bound) in arrival order, and runs
-// one transaction that records each request's key, grants the requests
-// whose running total fits the available quantity with one UPDATE, and
-// writes each granted request's reservation, ledger row and event. A flash
-// sale then costs a commit per batch, not a lock hand-off per request.
+// coalescer merges concurrent reservations into batches: a reservation
+// joins the lane of its (warehouse, SKU) — a pair always has the same
+// lane, so its requests keep their arrival order — and the first caller
+// to find the lane idle leads it: it takes every request waiting (up to a
+// bound), of one pair or many, and runs one transaction with one
+// statement per kind of row. The keys are recorded together; one
+// conditional UPDATE grants, per pair, the requests whose running total
+// fits the available quantity in arrival order; the granted requests'
+// reservations, ledger rows (each at its own stock version), outbox events
+// and history, and the short requests' failed reservations, are each one
+// multi-row INSERT. A flash sale then costs a commit per batch, not a lock
+// hand-off per request, and requests spread over many SKUs share commits
+// too. Lanes run in parallel (on SQLite, with its one writer, there is one).
 type coalescer[TTx any] struct {
 	m   *Module[TTx]
 	max int
 
 	mu    sync.Mutex
-	pairs map[string]*pairQueue
+	lanes []*lane
 	stats CoalesceStats
 }
 
 // CoalesceStats counts the coalescer's work.
 type CoalesceStats struct {
-	Batches   int64 `json:"batches"`   // statements run
+	Lanes     int   `json:"lanes"`     // batches that may run at once
+	Batches   int64 `json:"batches"`   // transactions run
 	Requests  int64 `json:"requests"`  // requests they carried
 	Largest   int   `json:"largest"`   // most requests in one
 	Fallbacks int64 `json:"fallbacks"` // requests run on their own after a failed batch
@@ -37,10 +48,12 @@ type CoalesceStats struct {
 func (c *coalescer[TTx]) snapshot() CoalesceStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stats
+	s := c.stats
+	s.Lanes = len(c.lanes)
+	return s
 }
 
-type pairQueue struct {
+type lane struct {
 	waiting []*coRequest
 	running bool
 }
@@ -54,28 +67,33 @@ type coRequest struct {
 type coResult struct {
 	res      Result
 	err      error
-	fallback bool // the batch failed: run the request on its own
+	fallback bool // run the request on its own (its batch failed, or its pair is unknown)
 }
 
-func newCoalescer[TTx any](m *Module[TTx], max int) *coalescer[TTx] {
-	return &coalescer[TTx]{m: m, max: max, pairs: map[string]*pairQueue{}}
+func newCoalescer[TTx any](m *Module[TTx], most, lanes int) *coalescer[TTx] {
+	c := &coalescer[TTx]{m: m, max: most}
+	for range max(lanes, 1) {
+		c.lanes = append(c.lanes, &lane{})
+	}
+	return c
+}
+
+func (c *coalescer[TTx]) laneOf(wh, sku string) *lane {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(StockKey(wh, sku)))
+	return c.lanes[h.Sum32()%uint32(len(c.lanes))]
 }
 
 func (c *coalescer[TTx]) reserve(ctx context.Context, req ReserveRequest) (Result, error) {
 	r := &coRequest{req: req, ctx: ctx, done: make(chan coResult, 1)}
-	key := StockKey(req.Warehouse, req.SKU)
+	l := c.laneOf(req.Warehouse, req.SKU)
 	c.mu.Lock()
-	q := c.pairs[key]
-	if q == nil {
-		q = &pairQueue{}
-		c.pairs[key] = q
-	}
-	q.waiting = append(q.waiting, r)
-	lead := !q.running
-	q.running = true
+	l.waiting = append(l.waiting, r)
+	lead := !l.running
+	l.running = true
 	c.mu.Unlock()
 	if lead {
-		c.lead(key, q)
+		c.lead(l)
 	}
 	select {
 	case out := <-r.done:
@@ -89,13 +107,12 @@ func (c *coalescer[TTx]) reserve(ctx context.Context, req ReserveRequest) (Resul
 	}
 }
 
-// lead runs batches until the pair's queue is empty.
-func (c *coalescer[TTx]) lead(key string, q *pairQueue) {
+// lead runs batches until the lane's queue is empty.
+func (c *coalescer[TTx]) lead(l *lane) {
 	for {
 		c.mu.Lock()
-		if len(q.waiting) == 0 {
-			q.running = false
-			delete(c.pairs, key)
+		if len(l.waiting) == 0 {
+			l.running = false
 			c.mu.Unlock()
 			return
 		}
@@ -103,7 +120,7 @@ func (c *coalescer[TTx]) lead(key string, q *pairQueue) {
 		// for the next one, where it is a replay.
 		var batch, rest []*coRequest
 		seen := map[string]bool{}
-		for _, r := range q.waiting {
+		for _, r := range l.waiting {
 			if len(batch) < c.max && !seen[r.req.OrderLine] {
 				seen[r.req.OrderLine] = true
 				batch = append(batch, r)
@@ -111,7 +128,7 @@ func (c *coalescer[TTx]) lead(key string, q *pairQueue) {
 				rest = append(rest, r)
 			}
 		}
-		q.waiting = rest
+		l.waiting = rest
 		c.stats.Batches++
 		c.stats.Requests += int64(len(batch))
 		c.stats.Largest = max(c.stats.Largest, len(batch))
@@ -119,7 +136,7 @@ func (c *coalescer[TTx]) lead(key string, q *pairQueue) {
 		again := c.run(batch)
 		if len(again) > 0 {
 			c.mu.Lock()
-			q.waiting = append(again, q.waiting...) // keep their place in arrival order
+			l.waiting = append(again, l.waiting...) // keep their place in arrival order
 			c.mu.Unlock()
 		}
 	}
@@ -131,78 +148,21 @@ func (c *coalescer[TTx]) lead(key string, q *pairQueue) {
 func (c *coalescer[TTx]) run(batch []*coRequest) (again []*coRequest) {
 	m := c.m
 	ctx := context.WithoutCancel(batch[0].ctx)
-	wh, sku := batch[0].req.Warehouse, batch[0].req.SKU
-	results := make([]Result, len(batch))
+	outs := make([]coResult, len(batch))
 	var retry []int
+	asked := time.Now()
 	err := m.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		held := time.Now()
+		for _, r := range batch {
+			waited(r.ctx, asked, held)
+		}
 		retry = retry[:0]
-		var fresh []int
-		for i, r := range batch {
-			results[i] = Result{}
-			claimed, err := m.st.ClaimAction(ctx, tx, reserveKey(r.req.OrderLine), r.req.params(), m.now())
-			if err != nil {
-				return err
-			}
-			if claimed {
-				fresh = append(fresh, i)
-			} else if err := m.replay(ctx, tx, reserveKey(r.req.OrderLine), r.req.params(), &results[i]); err != nil {
-				return err
-			}
+		for i := range outs {
+			outs[i] = coResult{}
 		}
-		if len(fresh) == 0 {
-			return nil
-		}
-		qtys := make([]int64, len(fresh))
-		for j, i := range fresh {
-			qtys[j] = batch[i].req.Qty
-		}
-		cum := domain.Cumulative(qtys)
-		st, granted, ok, err := m.st.ReserveBatch(ctx, tx, wh, sku, cum, m.now())
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errUnknownInBatch
-		}
-		total := int64(0)
-		if granted > 0 {
-			total = cum[granted-1]
-		}
-		v0 := st.Version - int64(granted)
-		for j, i := range fresh {
-			r := batch[i].req
-			var res Result
-			switch {
-			case j < granted:
-				after := st
-				left := total - cum[j] // granted after this one
-				after.Available, after.Reserved, after.Version = st.Available+left, st.Reserved-left, v0+int64(j)+1
-				res, err = m.recordReserved(ctx, tx, r, after)
-			case r.Qty > st.Available:
-				res, err = m.recordFailed(ctx, tx, r, st)
-			default:
-				retry = append(retry, i)
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			b, err := json.Marshal(res)
-			if err != nil {
-				return err
-			}
-			if err := m.st.SetActionResult(ctx, tx, reserveKey(r.OrderLine), string(b)); err != nil {
-				return err
-			}
-			results[i] = res
-		}
-		// Requests to retry must not keep their claimed keys.
-		for _, i := range retry {
-			if _, err := m.st.Exec(ctx, tx, "ActionDelete", reserveKey(batch[i].req.OrderLine)); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		retry, err = c.runTx(ctx, tx, batch, outs)
+		return err
 	})
 	if err != nil {
 		// Each request runs on its own, where its error (a reused key, an
@@ -215,17 +175,204 @@ func (c *coalescer[TTx]) run(batch []*coRequest) (again []*coRequest) {
 		}
 		return nil
 	}
-	isRetry := map[int]bool{}
+	isRetry := make(map[int]bool, len(retry))
 	for _, i := range retry {
 		isRetry[i] = true
 		again = append(again, batch[i])
 	}
 	for i, r := range batch {
 		if !isRetry[i] {
-			r.done <- coResult{res: results[i]}
+			r.done <- outs[i]
 		}
 	}
 	return again
 }
 
-var errUnknownInBatch = errors.New("no stock row for the pair")
+// pairBatch is one pair's fresh requests in a batch, in arrival order.
+type pairBatch struct {
+	wh, sku string
+	idx     []int // into the batch
+	cum     []int64
+}
+
+// runTx is the batch's transaction: it fills outs and returns the
+// requests to retry in the next batch.
+func (c *coalescer[TTx]) runTx(ctx context.Context, tx keelsql.Tx[TTx], batch []*coRequest, outs []coResult) ([]int, error) {
+	m := c.m
+	now := m.now()
+	keys, params := make([]string, len(batch)), make([]string, len(batch))
+	for i, r := range batch {
+		keys[i], params[i] = reserveKey(r.req.OrderLine), r.req.params()
+	}
+	claimed, err := m.st.ClaimActions(ctx, tx, keys, params, now)
+	if err != nil {
+		return nil, err
+	}
+	var giveBack []string // claimed keys of requests not answered here
+	var retry []int
+	// Replays: keys recorded before (by an earlier request or another
+	// process) answer with their first result.
+	if len(claimed) < len(batch) {
+		var old []string
+		for _, k := range keys {
+			if !claimed[k] {
+				old = append(old, k)
+			}
+		}
+		acts, err := m.st.GetActions(ctx, tx, old)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range keys {
+			if claimed[k] {
+				continue
+			}
+			a, ok := acts[k]
+			switch {
+			case !ok || a.Result == "":
+				outs[i].fallback = true
+			case a.Params != params[i]:
+				outs[i].err = fmt.Errorf("%w: %s was first used with %q", ErrKeyReused, k, a.Params)
+			default:
+				if err := json.Unmarshal([]byte(a.Result), &outs[i].res); err != nil {
+					return nil, fmt.Errorf("reading the result of %s: %w", k, err)
+				}
+				outs[i].res.Replayed = true
+			}
+		}
+	}
+	var pairs []*pairBatch
+	byPair := map[[2]string]*pairBatch{}
+	for i, r := range batch {
+		if !claimed[keys[i]] {
+			continue
+		}
+		k := [2]string{r.req.Warehouse, r.req.SKU}
+		p := byPair[k]
+		if p == nil {
+			p = &pairBatch{wh: k[0], sku: k[1]}
+			byPair[k] = p
+			pairs = append(pairs, p)
+		}
+		p.idx = append(p.idx, i)
+		p.cum = append(p.cum, r.req.Qty)
+	}
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	reqs := make([]store.PairRequests, len(pairs))
+	for j, p := range pairs {
+		p.cum = domain.Cumulative(p.cum)
+		reqs[j] = store.PairRequests{Warehouse: p.wh, SKU: p.sku, Cum: p.cum}
+	}
+	got, err := m.st.ReserveMany(ctx, tx, reqs, now)
+	if err != nil {
+		return nil, err
+	}
+	type grant struct {
+		i     int
+		after store.Stock
+	}
+	var grants []grant
+	var rs []*store.Reservation
+	resOf := make(map[int]*store.Reservation)
+	failedAt := make(map[int]store.Stock)
+	for _, p := range pairs {
+		g, ok := got[[2]string{p.wh, p.sku}]
+		if !ok {
+			// No balance for the pair: on its own, each request gets its
+			// own answer (unknown warehouse or SKU), nothing written.
+			for _, i := range p.idx {
+				outs[i].fallback = true
+				giveBack = append(giveBack, keys[i])
+			}
+			continue
+		}
+		total := int64(0)
+		if g.Granted > 0 {
+			total = p.cum[g.Granted-1]
+		}
+		v0 := g.Version - int64(g.Granted)
+		for j, i := range p.idx {
+			req := batch[i].req
+			r := &store.Reservation{OrderLine: req.OrderLine, Warehouse: req.Warehouse, SKU: req.SKU, Qty: req.Qty}
+			switch {
+			case j < g.Granted:
+				after := g.Stock
+				left := total - p.cum[j] // granted after this one
+				after.Available, after.Reserved, after.Version = g.Available+left, g.Reserved-left, v0+int64(j)+1
+				r.State, r.StockVersion = domain.Reserved, after.Version
+				grants = append(grants, grant{i: i, after: after})
+			case req.Qty > g.Available:
+				r.State, r.StockVersion = domain.Failed, g.Version
+				failedAt[i] = g.Stock
+			default:
+				retry = append(retry, i)
+				giveBack = append(giveBack, keys[i])
+				continue
+			}
+			rs = append(rs, r)
+			resOf[i] = r
+		}
+	}
+	entries := make([]*store.Entry, len(grants))
+	of := make([]*store.Reservation, len(grants))
+	for j, g := range grants {
+		req := batch[g.i].req
+		of[j] = resOf[g.i]
+		entries[j] = &store.Entry{Intent: keys[g.i], Warehouse: req.Warehouse, SKU: req.SKU, Movement: domain.MoveReserve,
+			Qty: req.Qty, Delta: domain.DeltaOf(domain.MoveReserve, req.Qty), StockVersion: g.after.Version,
+			Reason: "order line " + req.OrderLine, Actor: actorOf(batch[g.i].ctx)}
+	}
+	if err := m.st.InsertGranted(ctx, tx, rs, entries, of, now, now.Add(m.set.ReservationTTL)); err != nil {
+		return nil, err
+	}
+	evs := make([]keelevents.Event, len(grants))
+	for j, g := range grants {
+		if evs[j], err = stockEvent(*entries[j], g.after, resOf[g.i]); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.ev.EmitManyTx(ctx, tx, evs); err != nil {
+		return nil, fmt.Errorf("emitting %d ledger events: %w", len(evs), err)
+	}
+	ledgerOf := make(map[int]int64, len(grants))
+	for j, g := range grants {
+		ledgerOf[g.i] = entries[j].ID
+	}
+	var hs []store.HistoryRow
+	var doneKeys, results []string
+	for i := range batch {
+		r := resOf[i]
+		if r == nil {
+			continue
+		}
+		h := store.HistoryRow{Reservation: r.ID, History: store.History{Version: 1, From: domain.Pending, Actor: actorOf(batch[i].ctx)}}
+		res := Result{Action: "reserve", ReservationID: r.ID, State: r.State, Version: 1, StockVersion: r.StockVersion}
+		if r.State == domain.Reserved {
+			h.To, h.Action, h.LedgerID = domain.Reserved, string(domain.ActReserve), ledgerOf[i]
+			h.Detail = fmt.Sprintf("stock version %d", r.StockVersion)
+			res.Outcome, res.LedgerID = OutcomeApplied, ledgerOf[i]
+		} else {
+			cur := failedAt[i]
+			h.To, h.Action = domain.Failed, string(domain.ActFail)
+			h.Detail = fmt.Sprintf("available %d < %d at stock version %d", cur.Available, r.Qty, cur.Version)
+			res.Outcome = OutcomeInsufficient
+		}
+		hs = append(hs, h)
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, err
+		}
+		outs[i].res = res
+		doneKeys, results = append(doneKeys, keys[i]), append(results, string(b))
+	}
+	if err := m.st.Finish(ctx, tx, hs, doneKeys, results, now); err != nil {
+		return nil, err
+	}
+	// Requests answered elsewhere must not keep their claimed keys.
+	if err := m.st.DeleteActions(ctx, tx, giveBack); err != nil {
+		return nil, err
+	}
+	return retry, nil
+}

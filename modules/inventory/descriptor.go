@@ -8,12 +8,12 @@ import (
 	"github.com/keelwork/keel/module"
 )
 
-// Descriptor installs the module in a binary: its name, migration lines
-// and constructors. Its `keel inventory` verbs are still wired in the
-// binary (cmd/keel/inventory.go), not through Commands.
+// Descriptor installs the module in a binary: its name, migration lines,
+// constructors and its `keel inventory` verbs.
 var Descriptor = module.Descriptor{
 	Name:     Name,
 	Lines:    Lines,
+	Commands: Commands,
 	Postgres: module.Constructor(func(h *module.Host[pgx.Tx]) (*Module[pgx.Tx], error) { return New(h) }),
 	SQLite:   module.Constructor(func(h *module.Host[*sql.Tx]) (*Module[*sql.Tx], error) { return New(h) }),
 }

@@ -64,7 +64,7 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bus.Close() })
-	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour, Logger: quiet()})
+	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 10 * time.Second, StatsInterval: time.Hour, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,14 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &module.Host[TTx]{DB: e.db, Logger: quiet(), Settings: settings, Recon: e.recon}
+	// The watermark's defaults (500ms, 200ms) are passed on a loaded test
+	// machine, where reservations would get 429 in tests about something
+	// else; the admission tests set their own budgets.
+	all := map[string]string{"inventory.latency_budget": "1m", "inventory.pool_wait_budget": "1m"}
+	for k, v := range settings {
+		all[k] = v
+	}
+	h := &module.Host[TTx]{DB: e.db, Logger: quiet(), Settings: all, Recon: e.recon}
 	e.m, err = New(h, append([]Option{WithEvents(e.ev)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +162,11 @@ func stock[TTx any](t testing.TB, e *tenv[TTx], wh, sku string) (available, rese
 	return st.Available, st.Reserved, st.Version
 }
 
-// eventually waits for cond.
+// eventually waits for cond (minutes: the race detector on a loaded
+// machine is slow, and a condition that holds ends the wait at once).
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

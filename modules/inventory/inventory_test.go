@@ -27,7 +27,18 @@ func TestInventoryNoOversell(t *testing.T) {
 				func(t *testing.T, e *tenv[*sql.Tx]) { testNoOversell(t, e, co) })
 		})
 	}
+	if threeProcesses != nil {
+		t.Run("processes=3", func(t *testing.T) {
+			t.Parallel()
+			each(t, func(t *testing.T, e *tenv[pgx.Tx]) { threeProcesses(t, e) },
+				func(t *testing.T, e *tenv[*sql.Tx]) { threeProcesses(t, e) })
+		})
+	}
 }
+
+// threeProcesses is the no-oversell case across three Keel processes
+// (crash_test.go, on Linux).
+var threeProcesses func(t *testing.T, e any)
 
 func testNoOversell[TTx any](t *testing.T, e *tenv[TTx], coalesce string) {
 	m := e.build(t, map[string]string{"inventory.coalesce": coalesce})

@@ -121,7 +121,7 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	m.urls = [2]string{set.OrderURL, set.WarehouseURL}
 	m.adm = newAdmission(set, time.Now)
 	if set.Coalesce {
-		m.co = newCoalescer(m, set.CoalesceMax)
+		m.co = newCoalescer(m, set.CoalesceMax, set.lanes(h.DB.Dialect()))
 	}
 	if o.consumers {
 		if err := m.registerConsumers(); err != nil {

@@ -23,8 +23,11 @@ type Settings struct {
 	ApprovalMinor int64
 	// Coalesce routes reservations through the hot-SKU coalescer.
 	Coalesce bool
-	// CoalesceMax bounds the requests one coalesced statement carries.
+	// CoalesceMax bounds the requests one coalesced batch carries.
 	CoalesceMax int
+	// CoalesceLanes is how many batches may run at once (0: 4 on
+	// PostgreSQL, 1 on SQLite, whose one writer would only queue them).
+	CoalesceLanes int
 	// LatencyBudget and PoolWaitBudget are the admission watermark: past
 	// either, new reservations are refused with 429.
 	LatencyBudget, PoolWaitBudget time.Duration
@@ -47,6 +50,7 @@ func parseSettings(all map[string]string) (*Settings, error) {
 		ApprovalMinor:  int64(s.Int("approval_minor", 100_000, 0, 1<<40)),
 		Coalesce:       s.Bool("coalesce", true),
 		CoalesceMax:    s.Int("coalesce_max", 256, 1, 10_000),
+		CoalesceLanes:  s.Int("coalesce_lanes", 0, 0, 64),
 		LatencyBudget:  s.Duration("latency_budget", 500*time.Millisecond, time.Millisecond, time.Minute),
 		PoolWaitBudget: s.Duration("pool_wait_budget", 200*time.Millisecond, time.Millisecond, time.Minute),
 		RetryAfter:     s.Duration("retry_after", 2*time.Second, time.Second, time.Hour),
@@ -55,4 +59,15 @@ func parseSettings(all map[string]string) (*Settings, error) {
 		DemoFlashSale:  s.Bool("demo_flash_sale", true),
 	}
 	return out, s.Err()
+}
+
+// lanes is the coalescer's lane count on dialect.
+func (s *Settings) lanes(dialect string) int {
+	switch {
+	case s.CoalesceLanes > 0:
+		return s.CoalesceLanes
+	case dialect == "sqlite":
+		return 1
+	}
+	return 4
 }

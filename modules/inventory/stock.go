@@ -110,25 +110,36 @@ func (m *Module[TTx]) replay(ctx context.Context, q keelsql.Querier, key, params
 func (m *Module[TTx]) book(ctx context.Context, tx keelsql.Tx[TTx], mv domain.Movement, intent string, st store.Stock, qty int64, r *store.Reservation, reason string) (store.Entry, error) {
 	e := store.Entry{Intent: intent, Warehouse: st.Warehouse, SKU: st.SKU, Movement: mv, Qty: qty,
 		Delta: domain.DeltaOf(mv, qty), StockVersion: st.Version, Reason: reason, Actor: actorOf(ctx), At: m.now()}
-	ev := StockEvent{Warehouse: st.Warehouse, SKU: st.SKU, Movement: mv, Qty: qty, StockVersion: st.Version,
-		OnHand: st.OnHand, Available: st.Available, Reserved: st.Reserved}
 	if r != nil {
-		e.ReservationID, ev.ReservationID, ev.OrderLine = r.ID, r.ID, r.OrderLine
+		e.ReservationID = r.ID
 	}
 	if err := m.st.InsertEntry(ctx, tx, &e); err != nil {
 		return e, err
 	}
-	ev.LedgerID = e.ID
-	payload, err := json.Marshal(ev)
+	ev, err := stockEvent(e, st, r)
 	if err != nil {
 		return e, err
 	}
-	err = m.ev.EmitTx(ctx, tx, keelevents.Event{Topic: Topic, ID: strconv.FormatInt(e.ID, 10),
-		Key: StockKey(st.Warehouse, st.SKU), Type: "inventory." + string(mv), Payload: payload})
-	if err != nil {
+	if err := m.ev.EmitTx(ctx, tx, ev); err != nil {
 		return e, fmt.Errorf("emitting ledger %d: %w", e.ID, err)
 	}
 	return e, nil
+}
+
+// stockEvent is the outbox event of ledger row e, which left the balance
+// st: its id is the ledger id, its key the pair.
+func stockEvent(e store.Entry, st store.Stock, r *store.Reservation) (keelevents.Event, error) {
+	ev := StockEvent{LedgerID: e.ID, Warehouse: st.Warehouse, SKU: st.SKU, Movement: e.Movement, Qty: e.Qty,
+		StockVersion: st.Version, OnHand: st.OnHand, Available: st.Available, Reserved: st.Reserved}
+	if r != nil {
+		ev.ReservationID, ev.OrderLine = r.ID, r.OrderLine
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return keelevents.Event{}, err
+	}
+	return keelevents.Event{Topic: Topic, ID: strconv.FormatInt(e.ID, 10), Key: StockKey(st.Warehouse, st.SKU),
+		Type: "inventory." + string(e.Movement), Payload: payload}, nil
 }
 
 func actorOf(ctx context.Context) string {

@@ -25,7 +25,8 @@ var ErrNoRows = keelsql.ErrNoRows
 
 // Store runs the inventory's statements.
 type Store struct {
-	q sqlfile.Set
+	q  sqlfile.Set
+	pg bool
 }
 
 // New loads the statements of dialect.
@@ -34,7 +35,7 @@ func New(dialect string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{q: q}, nil
+	return &Store{q: q, pg: dialect == "postgres"}, nil
 }
 
 // SQL returns a statement by name (for the few callers that run one
@@ -73,21 +74,6 @@ func (s *Store) Move(ctx context.Context, q keelsql.Querier, stmt, wh, sku strin
 		return st, false, fmt.Errorf("%s %s/%s: %w", stmt, wh, sku, err)
 	}
 	return st, true, nil
-}
-
-// ReserveBatch runs the coalesced statement for requests whose running
-// totals are cum; granted is how many of the first requests got stock.
-func (s *Store) ReserveBatch(ctx context.Context, q keelsql.Querier, wh, sku string, cum []int64, now time.Time) (Stock, int, bool, error) {
-	st := Stock{Warehouse: wh, SKU: sku, UpdatedAt: now}
-	var granted int64
-	err := scanBalance(q.QueryRow(ctx, s.q.Get("StockReserveBatch"), wh, sku, keelsql.ArrayOf(cum), now), &st.Balance, &st.Version, &granted)
-	if errors.Is(err, keelsql.ErrNoRows) {
-		return st, 0, false, nil
-	}
-	if err != nil {
-		return st, 0, false, fmt.Errorf("coalesced reservation of %s/%s: %w", wh, sku, err)
-	}
-	return st, int(granted), true, nil
 }
 
 // Entry is one ledger row.

@@ -43,20 +43,6 @@ UPDATE inv_stock SET available = available - ?3, reserved = reserved + ?3, versi
 WHERE warehouse_id = ?1 AND sku_id = ?2 AND available >= ?3
 RETURNING on_hand, available, reserved, sold, returned, version;
 
--- name: StockReserveBatch
--- The coalesced reservation: ?3 holds the running totals of the waiting
--- requests' quantities in arrival order; every request whose running total
--- fits the available quantity is granted, in one statement, against the
--- row as it is when the statement holds it. last_grant says how many.
-UPDATE inv_stock SET
-    available = available - (SELECT COALESCE(max(j.value), 0) FROM json_each(?3) AS j WHERE j.value <= inv_stock.available),
-    reserved = reserved + (SELECT COALESCE(max(j.value), 0) FROM json_each(?3) AS j WHERE j.value <= inv_stock.available),
-    version = version + (SELECT count(*) FROM json_each(?3) AS j WHERE j.value <= inv_stock.available),
-    last_grant = (SELECT count(*) FROM json_each(?3) AS j WHERE j.value <= inv_stock.available),
-    updated_at = ?4
-WHERE warehouse_id = ?1 AND sku_id = ?2
-RETURNING on_hand, available, reserved, sold, returned, version, last_grant;
-
 -- name: StockRelease
 UPDATE inv_stock SET available = available + ?3, reserved = reserved - ?3, version = version + 1, updated_at = ?4
 WHERE warehouse_id = ?1 AND sku_id = ?2 AND reserved >= ?3

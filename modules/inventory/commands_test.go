@@ -1,0 +1,148 @@
+package inventory
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/keelwork/keel/module/modcli"
+)
+
+// httpCaller is modcli.Caller over HTTP to the module's routes, counting
+// what it sends.
+type httpCaller struct {
+	base string
+	sent int
+}
+
+type problemErr struct{ code, detail string }
+
+func (p *problemErr) Error() string       { return p.code + ": " + p.detail }
+func (p *problemErr) ProblemCode() string { return p.code }
+
+func (c *httpCaller) Call(ctx context.Context, method, path string, in, out any) ([]byte, error) {
+	c.sent++
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
+		var p struct{ Code, Detail string }
+		_ = json.Unmarshal(raw, &p)
+		return raw, &problemErr{code: p.Code, detail: p.Detail}
+	}
+	if out != nil {
+		return raw, json.Unmarshal(raw, out)
+	}
+	return raw, nil
+}
+
+// TestInventoryCommands runs the module's `keel inventory` verbs against
+// its API: stock, a reservation with its history and ledger, conflicts and
+// the admission switch; bad input is refused before anything is sent.
+func TestInventoryCommands(t *testing.T) {
+	each(t, testCommands[pgx.Tx], testCommands[*sql.Tx])
+}
+
+func testCommands[TTx any](t *testing.T, e *tenv[TTx]) {
+	ctx := context.Background()
+	m := e.build(t, nil)
+	seed(t, m, "WH1", "SKU1", 10)
+	e.start(t) // the admission switch is audited through the engine
+	res, err := m.Reserve(ctx, ReserveRequest{OrderLine: "L1-1", Warehouse: "WH1", SKU: "SKU1", Qty: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveAPI(t, m, "ops")
+	caller := &httpCaller{base: srv.URL}
+	run := func(args ...string) (string, error) {
+		var out, hints bytes.Buffer
+		runner := func(cmd *cobra.Command, work func(ctx context.Context, e *modcli.Env) error) error {
+			asJSON, _ := cmd.Flags().GetBool("json")
+			return work(cmd.Context(), &modcli.Env{API: caller, JSON: asJSON, Out: &out, Err: &hints})
+		}
+		root := &cobra.Command{Use: "keel", SilenceUsage: true, SilenceErrors: true}
+		root.PersistentFlags().Bool("json", false, "")
+		root.AddCommand(Commands(runner)...)
+		root.SetArgs(args)
+		root.SetOut(io.Discard)
+		err := root.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	out, err := run("inventory", "stock", "--warehouse", "WH1")
+	if err != nil || !strings.Contains(out, "SHOWN (NOT A PROMISE)") || !strings.Contains(out, "SKU1") {
+		t.Fatalf("stock: %v\n%s", err, out)
+	}
+	if fields := strings.Fields(strings.Split(out, "\n")[1]); len(fields) < 7 || fields[2] != "10" || fields[3] != "7" || fields[4] != "3" {
+		t.Fatalf("stock row %q: want on hand 10, available 7, reserved 3", fields)
+	}
+	id := strconv.FormatInt(res.ReservationID, 10)
+	out, err = run("inventory", "reservation", id)
+	if err != nil || !strings.Contains(out, "已预占 (reserved)") || !strings.Contains(out, "order line L1-1") {
+		t.Fatalf("reservation: %v\n%s", err, out)
+	}
+	out, err = run("inventory", "reservation", id, "--json")
+	if err != nil || !json.Valid([]byte(out)) {
+		t.Fatalf("reservation --json: %v\n%s", err, out)
+	}
+	if _, err := run("inventory", "reservation", "999999"); err == nil || !strings.Contains(err.Error(), "no reservation 999999") {
+		t.Fatalf("unknown reservation: %v", err)
+	}
+	if out, err = run("inventory", "conflicts"); err != nil || !strings.Contains(out, "KIND") {
+		t.Fatalf("conflicts: %v\n%s", err, out)
+	}
+	if out, err = run("inventory", "admission", "--busy", "on"); err != nil || !strings.Contains(out, "BUSY") {
+		t.Fatalf("admission --busy on: %v\n%s", err, out)
+	}
+	if !m.Admission().Over {
+		t.Fatal("admission --busy on did not switch the watermark")
+	}
+	if out, err = run("inventory", "admission", "--busy", "off"); err != nil || !strings.Contains(out, "accepting") {
+		t.Fatalf("admission --busy off: %v\n%s", err, out)
+	}
+	sent := caller.sent
+	for _, args := range [][]string{
+		{"inventory", "reservation", "abc"},
+		{"inventory", "reservation", "0"},
+		{"inventory", "conflicts", "--state", "closed"},
+		{"inventory", "admission", "--busy", "maybe"},
+		{"inventory", "stock", "--warehouse", "bad id with spaces"},
+		{"inventory", "nonsense"},
+	} {
+		if _, err := run(args...); err == nil {
+			t.Errorf("%s: no error", strings.Join(args, " "))
+		}
+	}
+	if caller.sent != sent {
+		t.Fatalf("bad input sent %d requests", caller.sent-sent)
+	}
+}
