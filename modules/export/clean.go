@@ -42,6 +42,7 @@ func (m *Module[TTx]) CleanOrphans(ctx context.Context) (CleanReport, error) {
 		return rep, err
 	}
 	now := m.Now()
+	actx := keel.WithActor(ctx, "system:export-orphan-cleaner")
 	it := m.bucket.List(&blob.ListOptions{})
 	for {
 		obj, err := it.Next(ctx)
@@ -92,7 +93,7 @@ func (m *Module[TTx]) CleanOrphans(ctx context.Context) (CleanReport, error) {
 			if _, err := tx.Exec(ctx, m.q.Get("OrphanDeleted"), obj.Key, now); err != nil {
 				return err
 			}
-			return c.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: "export.orphan_delete", Target: "object:" + obj.Key,
+			return c.AuditRecordTx(actx, tx.Native(), keel.Audit{Action: "export.orphan_delete", Target: "object:" + obj.Key,
 				Reason: "unreferenced past the retry and manual windows", Context: map[string]any{"marked_at": marked, "size": obj.Size}})
 		})
 		if err != nil {
@@ -103,7 +104,6 @@ func (m *Module[TTx]) CleanOrphans(ctx context.Context) (CleanReport, error) {
 	}
 	return rep, nil
 }
-
 
 // referenced: the object's task still needs it, or it is quarantined, or
 // it is not one of the module's keys at all (left alone).

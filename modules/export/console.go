@@ -11,7 +11,9 @@ import (
 )
 
 // Group puts the export centre under data services in the console.
-func (m *Module[TTx]) Group() module.Group { return module.Group{ZH: "数据服务", EN: "Data services", Order: 60} }
+func (m *Module[TTx]) Group() module.Group {
+	return module.Group{ZH: "数据服务", EN: "Data services", Order: 60}
+}
 
 // Home: exports running, the oldest running one's age, the heap against
 // its watermark.

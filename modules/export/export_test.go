@@ -342,6 +342,7 @@ func TestExportBadInput(t *testing.T) {
 
 func testBad[TTx any](t *testing.T, e *tenv[TTx]) {
 	m := e.build(t, small(map[string]string{"export.max_rows": "100", "export.user_inflight": "1"}))
+	m.SetHeapWatermark(1) // nothing is claimed: the first export stays running
 	e.start(t, m, 5*time.Second, false)
 	seed(t, m, "bad", 150, alice)
 	if err := m.Grant(context.Background(), "bad", "carol", PermExport); err != nil {
@@ -391,7 +392,7 @@ func testNotice[TTx any](t *testing.T, e *tenv[TTx]) {
 	var failing atomic.Bool
 	var failures atomic.Int64
 	failing.Store(true)
-	m := e.build(t, small(nil), WithHooks(Hooks{Notice: func(int64) error {
+	m := e.build(t, small(map[string]string{"export.notice_retry": "100ms"}), WithHooks(Hooks{Notice: func(int64) error {
 		if failing.Load() {
 			failures.Add(1)
 			return errors.New("notice channel down")

@@ -35,11 +35,11 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // tenv is one test database with the events backbone on the in-database
 // bus.
 type tenv[TTx any] struct {
-	drv    keeldriver.Driver[TTx]
-	db     keelsql.DB[TTx]
-	dsn    string
-	name   string
-	ev     *keelevents.Events[TTx]
+	drv  keeldriver.Driver[TTx]
+	db   keelsql.DB[TTx]
+	dsn  string
+	name string
+	ev   *keelevents.Events[TTx]
 }
 
 func pgEnv(t testing.TB) *tenv[pgx.Tx] {

@@ -17,7 +17,6 @@ import (
 	"os"
 	"strconv"
 
-
 	"github.com/xuri/excelize/v2"
 	"gocloud.dev/blob"
 
@@ -568,4 +567,3 @@ func (m *Module[TTx]) fail(ctx context.Context, t *Task, reason string, v Verdic
 	m.Log.Error("export failed verification", "task", t.ID, "reason", reason)
 	return keel.JobPermanent(errors.New(reason))
 }
-

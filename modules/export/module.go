@@ -106,8 +106,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	set := readSettings(b.Settings())
-	if err := b.Settings().Err(); err != nil {
+	st := b.Settings()
+	set := readSettings(st)
+	if err := st.Err(); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	var o options

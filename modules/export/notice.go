@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
@@ -16,6 +17,10 @@ func (m *Module[TTx]) consumeNotices() error {
 	return m.events.Consume(keelevents.Consumer[TTx]{
 		Name:   "export-notice",
 		Topics: []string{TopicCompleted},
+		// Its own retries: a failing notice channel waits between tries
+		// and never touches the export.
+		Backoff:     []time.Duration{m.set.noticeRetry},
+		MaxAttempts: 1000,
 		Handle: func(ctx context.Context, tx keelsql.Tx[TTx], d *keelevents.Delivery) error {
 			var p struct {
 				Task int64  `json:"task"`

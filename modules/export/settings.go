@@ -28,7 +28,7 @@ type settings struct {
 	orphanAge    time.Duration // orphan_age: retry and manual windows an object must outlive
 	orphanGrace  time.Duration // orphan_grace: time between mark and delete
 	orphanEvery  time.Duration
-	lease        time.Duration
+	noticeRetry  time.Duration
 	demoRows     int
 	mergeWorkers int
 }
@@ -55,7 +55,7 @@ func readSettings(s *module.Settings) settings {
 		orphanAge:    s.Duration("orphan_age", 48*time.Hour, 0, 365*24*time.Hour),
 		orphanGrace:  s.Duration("orphan_grace", 24*time.Hour, 0, 365*24*time.Hour),
 		orphanEvery:  s.Duration("orphan_interval", time.Hour, time.Second, 24*time.Hour),
-		lease:        s.Duration("lease", 120*time.Second, 500*time.Millisecond, time.Hour),
+		noticeRetry:  s.Duration("notice_retry", 10*time.Second, time.Millisecond, time.Hour),
 		demoRows:     s.Int("demo_rows", 20_000, 0, 100_000_000),
 		mergeWorkers: s.Int("merge_workers", 2, 1, 64),
 	}

@@ -27,15 +27,15 @@ var errStale = errors.New("export: shard taken over by a newer fence")
 
 // shardRun is one attempt's view of its shard.
 type shardRun struct {
-	task          *Task
-	no            int
-	fence         int64
-	lo, hi        int64
-	cursor        int64
-	rows, bytes   int64
-	chunks        int
-	hash          hash.Hash
-	resumed       bool // an earlier attempt ran: its last upload's outcome is unknown
+	task        *Task
+	no          int
+	fence       int64
+	lo, hi      int64
+	cursor      int64
+	rows, bytes int64
+	chunks      int
+	hash        hash.Hash
+	resumed     bool // an earlier attempt ran: its last upload's outcome is unknown
 }
 
 // workShard runs one shard: it adopts the engine's fence, then streams the
