@@ -17,6 +17,7 @@ import (
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/delivery"
+	"github.com/keelwork/keel/modules/export"
 	"github.com/keelwork/keel/modules/inventory"
 	"github.com/keelwork/keel/modules/reservation"
 	"github.com/keelwork/keel/modules/tracking"
@@ -31,6 +32,7 @@ var installed = []*module.Descriptor{
 	&delivery.Descriptor,
 	&inventory.Descriptor,
 	&tracking.Descriptor,
+	&export.Descriptor,
 }
 
 // allLines are the server's, the events backbone's, reconciliation's and

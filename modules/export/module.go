@@ -159,6 +159,9 @@ func (m *Module[TTx]) SetHeapWatermark(b uint64) { m.watermark.Store(b) }
 // Configure registers the workers, the queues (shard concurrency from the
 // memory budget) and the orphan cleaner.
 func (m *Module[TTx]) Configure(cfg *keel.Config) error {
+	if cfg.Workers == nil {
+		cfg.Workers = keel.NewWorkers()
+	}
 	for _, err := range []error{
 		keel.AddWorkerSafely[ShardArgs](cfg.Workers, keel.WorkerFunc[ShardArgs](m.workShard)),
 		keel.AddWorkerSafely[MergeArgs](cfg.Workers, keel.WorkerFunc[MergeArgs](m.workMerge)),
