@@ -109,7 +109,11 @@ func testSnapshot[TTx any](t *testing.T, e *tenv[TTx], store string) {
 	if task.ShardCount < 6 {
 		t.Fatalf("%d shards: the test wants several", task.ShardCount)
 	}
-	<-changed
+	select {
+	case <-changed:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the export never reached shard 0's second chunk")
+	}
 	done := waitState(t, m, task.ID, 90*time.Second, StateSucceeded)
 	if done.Verdict != "ok" || done.ObjectRows != 3000 {
 		t.Fatalf("verdict %s rows %d: %s", done.Verdict, done.ObjectRows, done.VerdictDetail)
@@ -180,7 +184,11 @@ func testTakeover[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-frozen
+	select {
+	case <-frozen:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the worker never reached shard 0's second chunk")
+	}
 	// The process freezes: its client stops heartbeating (it gives up its
 	// hand-back while the worker is stuck), so the lease runs out.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -30,7 +31,13 @@ func testLines(dialect string) []keelmigrate.Line {
 	return append([]keelmigrate.Line{keelevents.Line(dialect)}, Lines(dialect)...)
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// quiet is a silent logger, or stderr's with KEEL_EXPORT_DEBUG set.
+func quiet() *slog.Logger {
+	if os.Getenv("KEEL_EXPORT_DEBUG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 // tenv is one test database with the events backbone on the in-database
 // bus.
@@ -96,7 +103,7 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 // when withEvents); lease is the engine lease.
 func (e *tenv[TTx]) start(t testing.TB, m *Module[TTx], lease time.Duration, withEvents bool) *keel.Client[TTx] {
 	t.Helper()
-	cfg := &keel.Config{Logger: quiet(), LeaseDuration: lease, FetchPollInterval: 50 * time.Millisecond,
+	cfg := &keel.Config{Logger: quiet(), LeaseDuration: lease, FetchPollInterval: 200 * time.Millisecond,
 		RescueInterval: 100 * time.Millisecond, PromoteInterval: 50 * time.Millisecond, LeaderTTL: time.Second,
 		StopHandBack: 200 * time.Millisecond, RetryPolicy: fastRetry{}}
 	if withEvents {

@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,7 +79,9 @@ func (m *Module[TTx]) refreshKeys(ctx context.Context) {
 }
 
 // keyLoop refreshes the tenant keys (another instance may have created a
-// task) and wakes the queue when claiming resumes.
+// task) and wakes the queue when the set grows or claiming resumes — not
+// on every tick: each wake is a claim query, and on SQLite a claim holds
+// the one writer.
 func (m *Module[TTx]) keyLoop(ctx context.Context) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -89,10 +92,17 @@ func (m *Module[TTx]) keyLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		before := *m.keys.Load()
 		m.refreshKeys(ctx)
 		m.claimKeys()
 		p := m.paused.Load()
-		if c := m.Engine().Load(); c != nil && (wasPaused && !p || len(*m.keys.Load()) > 0) {
+		grew := false
+		for _, k := range *m.keys.Load() {
+			if !slices.Contains(before, k) {
+				grew = true
+			}
+		}
+		if c := m.Engine().Load(); c != nil && (wasPaused && !p || grew) {
 			c.WakeQueue(QueueShards)
 		}
 		wasPaused = p

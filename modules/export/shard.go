@@ -88,13 +88,13 @@ func (m *Module[TTx]) workShard(ctx context.Context, job *keel.Job[ShardArgs]) e
 	// last commit either lands under its fence or is refused by it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	return m.DB.InTx(cctx, func(tx keelsql.Tx[TTx]) error {
+	err = m.DB.InTx(cctx, func(tx keelsql.Tx[TTx]) error {
 		n, err := tx.Exec(cctx, m.q.Get("ShardFinish"), t.ID, r.no, r.fence, digest, m.Now())
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return m.stale(cctx, r)
+			return errStale
 		}
 		var done, total, gen int
 		err = tx.QueryRow(cctx, m.q.Get("TaskShardDone"), t.ID, m.Now()).Scan(&done, &total, &gen)
@@ -109,20 +109,26 @@ func (m *Module[TTx]) workShard(ctx context.Context, job *keel.Job[ShardArgs]) e
 		}
 		if err := c.CompleteTx(cctx, tx.Native(), job, map[string]any{"rows": r.rows, "sha256": digest}); err != nil {
 			if errors.Is(err, keeltype.ErrStaleFence) {
-				return m.stale(cctx, r)
+				return errStale
 			}
 			return err
 		}
 		return nil
 	})
+	if errors.Is(err, errStale) {
+		// Recorded outside the refused transaction (on SQLite it holds the
+		// one writer connection).
+		return m.stale(cctx, r)
+	}
+	return err
 }
 
 // stale records a refused commit and ends the attempt.
 func (m *Module[TTx]) stale(ctx context.Context, r *shardRun) error {
-	m.count("stale_refused")
 	if _, err := m.DB.Exec(ctx, m.q.Get("ShardStale"), r.task.ID, r.no); err != nil {
 		m.Log.Warn("recording a stale commit", "error", err)
 	}
+	m.count("stale_refused")
 	return errStale
 }
 
