@@ -114,7 +114,7 @@ func testSnapshot[TTx any](t *testing.T, e *tenv[TTx], store string) {
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the export never reached shard 0's second chunk")
 	}
-	done := waitState(t, m, task.ID, 90*time.Second, StateSucceeded)
+	done := waitState(t, m, task.ID, 4*time.Minute, StateSucceeded)
 	if done.Verdict != "ok" || done.ObjectRows != 3000 {
 		t.Fatalf("verdict %s rows %d: %s", done.Verdict, done.ObjectRows, done.VerdictDetail)
 	}
@@ -148,7 +148,7 @@ func testSnapshot[TTx any](t *testing.T, e *tenv[TTx], store string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nd := waitState(t, m, next.ID, 90*time.Second, StateSucceeded)
+	nd := waitState(t, m, next.ID, 4*time.Minute, StateSucceeded)
 	if nd.Verdict != "ok" || nd.ObjectRows != 3000+20-3 {
 		t.Fatalf("second export: verdict %s rows %d (%s)", nd.Verdict, nd.ObjectRows, nd.VerdictDetail)
 	}
@@ -196,13 +196,13 @@ func testTakeover[TTx any](t *testing.T, e *tenv[TTx]) {
 	cancel()
 	mB := e.build(t, set, WithOwner("worker-b"))
 	e.start(t, mB, time.Second, false)
-	done := waitState(t, mB, task.ID, 90*time.Second, StateSucceeded)
+	done := waitState(t, mB, task.ID, 4*time.Minute, StateSucceeded)
 	shards, _ := mB.Shards(context.Background(), task.ID)
 	if shards[0].Fence <= frozenFence.Load() || shards[0].Owner != "worker-b" {
 		t.Fatalf("shard 0: fence %d owner %s; the frozen worker had %d", shards[0].Fence, shards[0].Owner, frozenFence.Load())
 	}
 	close(release)
-	moduletest.WaitFor(t, 30*time.Second, "the frozen worker's late commit refused", func() bool {
+	moduletest.WaitFor(t, 2*time.Minute, "the frozen worker's late commit refused", func() bool {
 		return mA.Stat("stale_refused") >= 1
 	})
 	shards, _ = mB.Shards(context.Background(), task.ID)
@@ -266,7 +266,7 @@ func testUnknown[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil || t1.ID != 1 {
 		t.Fatalf("first task %v %v", t1, err)
 	}
-	d1 := waitState(t, m, 1, 60*time.Second, StateSucceeded)
+	d1 := waitState(t, m, 1, 4*time.Minute, StateSucceeded)
 	if !commitFailed.Load() || !uploadFailed.Load() {
 		t.Fatal("the failure windows were not reached")
 	}
@@ -284,7 +284,7 @@ func testUnknown[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil || t2.ID != 2 {
 		t.Fatalf("second task %v %v", t2, err)
 	}
-	waitState(t, m, 2, 60*time.Second, StateQuarantined)
+	waitState(t, m, 2, 4*time.Minute, StateQuarantined)
 	got, err := m.Bucket().ReadAll(ctx, partKey(2, t2.DataVersion, 1, 0))
 	if err != nil || !bytes.Equal(got, garbage) {
 		t.Fatalf("the quarantined object was touched: %q %v", got, err)
@@ -322,7 +322,7 @@ func testIdem[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil || other.ID == a.ID {
 		t.Fatalf("another user shares a task: %v %v", other, err)
 	}
-	waitState(t, m, a.ID, 60*time.Second, StateSucceeded)
+	waitState(t, m, a.ID, 4*time.Minute, StateSucceeded)
 	c, err := m.Create(as(alice), req)
 	if err != nil || c.ID != a.ID {
 		t.Fatalf("repeat after success: %v %v", c, err)
@@ -335,7 +335,7 @@ func testIdem[TTx any](t *testing.T, e *tenv[TTx]) {
 	if d.IdemKey == a.IdemKey {
 		t.Fatal("the new version has the same key")
 	}
-	waitState(t, m, d.ID, 60*time.Second, StateSucceeded)
+	waitState(t, m, d.ID, 4*time.Minute, StateSucceeded)
 	ad, _ := m.Task(context.Background(), a.ID)
 	dd, _ := m.Task(context.Background(), d.ID)
 	if ad.ObjectSHA256 != dd.ObjectSHA256 || ad.ObjectKey == dd.ObjectKey {
@@ -413,8 +413,8 @@ func testNotice[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, m, task.ID, 60*time.Second, StateSucceeded)
-	moduletest.WaitFor(t, 30*time.Second, "notice deliveries failing", func() bool { return failures.Load() >= 2 })
+	waitState(t, m, task.ID, 4*time.Minute, StateSucceeded)
+	moduletest.WaitFor(t, 2*time.Minute, "notice deliveries failing", func() bool { return failures.Load() >= 2 })
 	tk, _ := m.Task(context.Background(), task.ID)
 	if tk.State != StateSucceeded || tk.NoticeState != "pending" {
 		t.Fatalf("while the notice fails: %s / %s", tk.State, tk.NoticeState)
@@ -423,7 +423,7 @@ func testNotice[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatalf("download while the notice fails: %d rows", len(rows))
 	}
 	failing.Store(false)
-	moduletest.WaitFor(t, 60*time.Second, "the notice delivered", func() bool {
+	moduletest.WaitFor(t, 3*time.Minute, "the notice delivered", func() bool {
 		n, _ := m.Notices(context.Background(), task.ID)
 		return n == 1
 	})
@@ -448,7 +448,7 @@ func testOrphans[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := waitState(t, m, task.ID, 60*time.Second, StateSucceeded)
+	done := waitState(t, m, task.ID, 4*time.Minute, StateSucceeded)
 	if err := m.Bucket().WriteAll(ctx, "parts/t999/v1/s00000/c00000.csv", []byte("stray"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -502,14 +502,14 @@ func testFair[TTx any](t *testing.T, e *tenv[TTx]) {
 	if m.Concurrency() != 1 {
 		t.Fatalf("concurrency %d", m.Concurrency())
 	}
-	seed(t, m, "big", 3000, alice)
+	seed(t, m, "big", 1500, alice)
 	seed(t, m, "small", 100, alice)
 	e.start(t, m, 5*time.Second, false)
 	big, err := m.Create(as(alice), Request{Tenant: "big"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	moduletest.WaitFor(t, 30*time.Second, "the big export under way", func() bool {
+	moduletest.WaitFor(t, 2*time.Minute, "the big export under way", func() bool {
 		tk, _ := m.Task(context.Background(), big.ID)
 		return tk.ShardsDone >= 1
 	})
@@ -517,12 +517,12 @@ func testFair[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, m, small.ID, 60*time.Second, StateSucceeded)
+	waitState(t, m, small.ID, 4*time.Minute, StateSucceeded)
 	bt, _ := m.Task(context.Background(), big.ID)
 	if bt.ShardsDone > bt.ShardCount/2 {
 		t.Fatalf("the small tenant waited for %d of the big one's %d shards", bt.ShardsDone, bt.ShardCount)
 	}
-	waitState(t, m, big.ID, 120*time.Second, StateSucceeded)
+	waitState(t, m, big.ID, 4*time.Minute, StateSucceeded)
 }
 
 // TestExportMemoryBound/watermark: above the heap watermark no shard is
@@ -541,7 +541,7 @@ func testWatermark[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	moduletest.WaitFor(t, 10*time.Second, "claims paused", func() bool { p, _ := m.Paused(); return p })
+	moduletest.WaitFor(t, time.Minute, "claims paused", func() bool { p, _ := m.Paused(); return p })
 	_, pauses := m.Paused()
 	shards, _ := m.Shards(context.Background(), task.ID)
 	for _, s := range shards {
@@ -550,7 +550,7 @@ func testWatermark[TTx any](t *testing.T, e *tenv[TTx]) {
 		}
 	}
 	m.SetHeapWatermark(1 << 40)
-	waitState(t, m, task.ID, 60*time.Second, StateSucceeded)
+	waitState(t, m, task.ID, 4*time.Minute, StateSucceeded)
 	if p, _ := m.Paused(); p || pauses < 1 {
 		t.Fatalf("paused %v after %d pauses", p, pauses)
 	}

@@ -68,8 +68,10 @@ func each(t *testing.T, pg func(t *testing.T, e *tenv[pgx.Tx]), lite func(t *tes
 
 // small are settings that make a few thousand rows many shards and chunks.
 func small(extra map[string]string) map[string]string {
+	// Two shards at once: enough to interleave, few enough that SQLite's
+	// one writer is not the test's bottleneck under the race detector.
 	s := map[string]string{"export.shard_rows": "500", "export.chunk_rows": "200", "export.batch_rows": "64",
-		"export.storage": "file"}
+		"export.storage": "file", "export.memory_budget_mb": "48", "export.task_peak_mb": "24"}
 	for k, v := range extra {
 		s[k] = v
 	}
