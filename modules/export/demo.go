@@ -6,8 +6,8 @@ import (
 	"github.com/keelwork/keel"
 )
 
-// runDemo (keel dev): demo orders for tenant "demo", the console's users
-// granted, and two demo exports (CSV with BOM, XLSX) once.
+// runDemo (keel dev): demo orders for tenant "demo", keel dev's console
+// token granted, and two demo exports (CSV with BOM, XLSX) once.
 func (m *Module[TTx]) runDemo(ctx context.Context) {
 	var n int64
 	if err := m.DB.QueryRow(ctx, "SELECT count(*) FROM export_orders WHERE tenant = 'demo'").Scan(&n); err != nil || n > 0 {
@@ -17,8 +17,8 @@ func (m *Module[TTx]) runDemo(ctx context.Context) {
 		m.Log.Warn("export demo data", "error", err)
 		return
 	}
-	for _, u := range []string{"demo", "admin", "operator", "viewer", "system:demo"} {
-		_ = m.Grant(ctx, "demo", "user:"+u, PermExport, PermAmount)
+	// keel dev's console signs in with the dev-admin token.
+	for _, u := range []string{"token:dev-admin", "system:demo"} {
 		_ = m.Grant(ctx, "demo", u, PermExport, PermAmount)
 	}
 	dctx := keel.WithActor(ctx, "system:demo")
