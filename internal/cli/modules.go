@@ -18,6 +18,7 @@ import (
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/alarm"
 	"github.com/keelwork/keel/modules/delivery"
+	"github.com/keelwork/keel/modules/export"
 	"github.com/keelwork/keel/modules/inventory"
 	"github.com/keelwork/keel/modules/payment"
 	"github.com/keelwork/keel/modules/reservation"
@@ -35,6 +36,7 @@ var installed = []*module.Descriptor{
 	&tracking.Descriptor,
 	&alarm.Descriptor,
 	&payment.Descriptor,
+	&export.Descriptor,
 }
 
 // allLines are the server's, the events backbone's, reconciliation's and

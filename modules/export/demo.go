@@ -1,0 +1,30 @@
+package export
+
+import (
+	"context"
+
+	"github.com/keelwork/keel"
+)
+
+// runDemo (keel dev): demo orders for tenant "demo", keel dev's console
+// token granted, and two demo exports (CSV with BOM, XLSX) once.
+func (m *Module[TTx]) runDemo(ctx context.Context) {
+	var n int64
+	if err := m.DB.QueryRow(ctx, "SELECT count(*) FROM export_orders WHERE tenant = 'demo'").Scan(&n); err != nil || n > 0 {
+		return
+	}
+	if err := m.Generate(ctx, "demo", m.set.demoRows); err != nil {
+		m.Log.Warn("export demo data", "error", err)
+		return
+	}
+	// keel dev's console signs in with the dev-admin token.
+	for _, u := range []string{"token:dev-admin", "system:demo"} {
+		_ = m.Grant(ctx, "demo", u, PermExport, PermAmount)
+	}
+	dctx := keel.WithActor(ctx, "system:demo")
+	for _, r := range []Request{{Tenant: "demo", Format: "csv", BOM: true}, {Tenant: "demo", Format: "xlsx"}} {
+		if _, err := m.Create(dctx, r); err != nil {
+			m.Log.Warn("export demo task", "error", err)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+DROP TABLE IF EXISTS export_notices;
+DROP TABLE IF EXISTS export_orphans;
+DROP TABLE IF EXISTS export_quarantine;
+DROP TABLE IF EXISTS export_chunks;
+DROP TABLE IF EXISTS export_shards;
+DROP TABLE IF EXISTS export_tasks;
+DROP TABLE IF EXISTS export_grants;
+DROP TABLE IF EXISTS export_orders;
+DROP TABLE IF EXISTS export_data_version;
