@@ -19,6 +19,13 @@ import (
 // second does not join backlog fetches.
 const fetchLoops = 2
 
+// slotRetryMin and slotRetryMax bound the wait of a fetch that found every
+// limited key saturated when no job ends to wake it (producer.slotRetry).
+const (
+	slotRetryMin = 50 * time.Millisecond
+	slotRetryMax = 2 * time.Second
+)
+
 // producer fetches jobs of one queue and runs each in its own goroutine, up
 // to max at once, plus up to 2×max fetched ahead while a backlog exists. It
 // fetches when woken (insert notification, room freed while a backlog
@@ -49,6 +56,13 @@ type producer struct {
 	// wakeOnSlot: fetch when the next job ends, without waiting for the
 	// poll interval.
 	wakeOnSlot bool
+	// slotRetry bounds that wait: the job whose end would free the key may
+	// have ended while the fetch ran (its slot signal already spent), or
+	// ended in memory while the database still counted it running (the
+	// completer had not committed it), and then no further end comes to
+	// wake the fetch. It doubles while such fetches find nothing, from
+	// slotRetryMin to slotRetryMax, and resets when one claims.
+	slotRetry time.Duration
 	// deferredWake: a wake-up found no room because claims in flight had
 	// reserved it; the next settle passes it on. Those claims may have
 	// started before the rows that caused the wake-up were committed, and
@@ -155,6 +169,14 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 	if !primary {
 		slots = nil
 	}
+	var retry <-chan time.Time
+	p.mu.Lock()
+	if d := p.slotRetry; primary && p.wakeOnSlot && d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		retry = t.C
+	}
+	p.mu.Unlock()
 	for {
 		p.mu.Lock()
 		backlog := p.backlog
@@ -181,6 +203,11 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 				continue
 			}
 		case <-slots:
+			if !p.takeWakeOnSlot() {
+				continue
+			}
+		case <-retry:
+			retry = nil
 			if !p.takeWakeOnSlot() {
 				continue
 			}
@@ -240,6 +267,14 @@ func (p *producer) settle(want int, res *claimResult) bool {
 	// once, which would spin while every limited key is saturated.
 	p.slotBound = res.slotBound
 	p.wakeOnSlot = res.slotBound && len(res.rows) == 0
+	switch {
+	case !p.wakeOnSlot:
+		p.slotRetry = 0
+	case p.slotRetry == 0:
+		p.slotRetry = slotRetryMin
+	default:
+		p.slotRetry = min(2*p.slotRetry, slotRetryMax)
+	}
 	p.backlog = len(res.rows) == want || res.more || (res.slotBound && len(res.rows) > 0) || p.sweeping(res)
 	if p.deferredWake {
 		p.deferredWake = false
