@@ -43,6 +43,10 @@ bench-peers: ## Compare with peer job queues (separate module in bench/), throwa
 bench-events: ## keel bench --mode events (outbox → JetStream → inbox) on a throwaway database and the test NATS (BENCH_N events)
 	scripts/test-env.sh bash -c 'KEEL_DATABASE_URL="$$KEEL_TEST_DATABASE_URL" KEEL_NATS_URL="$$KEEL_TEST_NATS_URL" exec $(GO) run ./cmd/keel bench --mode events -n $(BENCH_N) $(BENCH_ARGS)'
 
+.PHONY: bench-payment
+bench-payment: ## Payment benchmarks: ingress per-callback vs group commit alternating, ledger backlog, reconciliation (scripts/bench-payment.sh)
+	scripts/bench-payment.sh
+
 fuzz: ## Run every Fuzz target for FUZZTIME (default 20s) each
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 

@@ -326,7 +326,7 @@ func (c *Client[TTx]) BatchReconcile(ctx context.Context, id int64, repair bool)
 		return nil, err
 	}
 	a := Audit{Action: "batch.reconcile", Target: batchTarget(id), Reason: "counters drifted from items",
-		Context: map[string]any{"counters": d.Counter, "items": d.Items}}
+		Context: map[string]any{"counters": d.Counter, "items": d.Items, ReasonCodeKey: ReasonCountersDrifted}}
 	if _, err := tx.AuditInsert(ctx, auditRow(WithActor(ctx, "system:reconciler"), a)); err != nil {
 		return nil, err
 	}
@@ -359,6 +359,7 @@ func (c *Client[TTx]) batchKeyPaused(ctx context.Context, ex keeldriver.Executor
 	sys := WithActor(ctx, "system:autopause")
 	whole := b.PauseOnKeyPause && (b.State == keeltype.BatchRunning || b.State == keeltype.BatchQueued)
 	trigger["batch_paused"] = whole
+	trigger[ReasonCodeKey] = ReasonKeyAutoPaused
 	if whole {
 		raw, _ := json.Marshal(trigger)
 		if _, err := ex.BatchTransition(ctx, &keeldriver.BatchTransitionParams{ID: id, Action: "auto-pause",

@@ -245,7 +245,7 @@ func testBatchKeyAutoPause[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	}
 	var trig map[string]any
 	if err := jsonUnmarshal(audits[0].Context, &trig); err != nil || trig["key"] != "app:bad" ||
-		trig["failure_class"] != "retryable" || trig["threshold"] != float64(3) {
+		trig["failure_class"] != "retryable" || trig["threshold"] != float64(3) || trig[keel.ReasonCodeKey] != keel.ReasonKeyAutoPaused {
 		t.Fatalf("auto-pause audit context: %v %s", err, audits[0].Context)
 	}
 	if cur.LastError == "" {

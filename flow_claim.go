@@ -27,6 +27,10 @@ type claimResult struct {
 	// want of free worker slots: a backlog that only freed slots, not
 	// buffer space, can serve (limited jobs start when claimed).
 	slotBound bool
+	// starved are the limited keys listed but given nothing because the
+	// free slots ran out before their turn: the cursor stops before the
+	// first of them, so the next fetch serves them first.
+	starved map[string]bool
 }
 
 // claim fetches up to max jobs of queue, fairly across flow keys: it lists
@@ -66,6 +70,10 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 	if len(gated) > 0 {
 		if free == 0 {
 			res.slotBound = true
+			res.starved = map[string]bool{}
+			for _, k := range gated {
+				res.starved[k] = true
+			}
 		} else if err := c.claimGated(ctx, queue, gated, shares, free, limits, res); err != nil {
 			return nil, err
 		}
@@ -73,6 +81,20 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 	if len(open) > 0 {
 		if err := c.claimOpen(ctx, fx, queue, open, shares, res); err != nil {
 			return nil, err
+		}
+	}
+	// The listing may hold more keys than the free slots serve (it is sized
+	// by slots plus buffer). Moving the cursor past keys that got nothing
+	// for want of a slot would skip them every time the step and the
+	// number of keys share a divisor: ten keys listed five at a time into
+	// one slot served two of them, turn and turn about, while eight waited.
+	for i, k := range keys {
+		if res.starved[k] {
+			res.cursor = cursor
+			if i > 0 {
+				res.cursor = keys[i-1]
+			}
+			break
 		}
 	}
 	return res, nil
@@ -191,6 +213,14 @@ func (c *Client[TTx]) claimGated(ctx context.Context, queue string, keys []strin
 	if len(locked) < len(keys) {
 		noteSkipped(keys, locked, limits, queue, res)
 	}
+	// Rows come back in key order (the lock order, which keeps claimers of
+	// overlapping sets from deadlocking); the free slots go in the
+	// listing's order, which starts after the cursor and may wrap around.
+	turn := make(map[string]int, len(keys))
+	for i, k := range keys {
+		turn[k] = i
+	}
+	slices.SortFunc(locked, func(a, b *keeltype.FlowKeyRow) int { return turn[a.Key] - turn[b.Key] })
 	// The claim instant is taken under the keys' locks, so the token math
 	// and the recorded claim time are the same instant.
 	now := time.Now().UTC()
@@ -204,16 +234,37 @@ func (c *Client[TTx]) claimGated(ctx context.Context, queue string, keys []strin
 		res.nextIn = 0
 		plan = c.planGated(queue, locked, shares, free, limits, now, res)
 	}
-	if len(plan.keys) > 0 {
+	// The plan gives the free slots to keys in turn, but it cannot know
+	// which keys have jobs: a slot planned for a key that turns out empty
+	// goes to the next key that got none, in the same transaction, so empty
+	// keys ahead in the turn neither waste the slots nor hold the cursor
+	// back one key per fetch.
+	var claimed []*keeltype.JobRow
+	bound := plan.bound
+	for left := free; len(plan.keys) > 0; {
 		rows, err := fx.JobClaimKeys(ctx, &keeldriver.JobClaimKeysParams{Queue: queue, Owner: c.config.ID,
 			LeaseDuration: c.config.LeaseDuration, Keys: plan.keys, Ns: plan.ns, Now: &now})
 		if err != nil {
 			return fmt.Errorf("claiming limited keys: %w", err)
 		}
-		settle(locked, rows, limits, queue)
-		res.rows = append(res.rows, rows...)
+		claimed = append(claimed, rows...)
 		res.more = res.more || filledShare(rows, plan.keys, plan.ns)
+		left -= len(rows)
+		if left <= 0 || len(res.starved) == 0 {
+			break
+		}
+		var next []*keeltype.FlowKeyRow
+		for _, k := range locked {
+			if res.starved[k.Key] {
+				next = append(next, k)
+			}
+		}
+		plan = c.replanGated(queue, next, shares, left, limits, now, res)
+		bound = bound || plan.bound
 	}
+	res.slotBound = res.slotBound || bound || len(res.starved) > 0
+	settle(locked, claimed, limits, queue)
+	res.rows = append(res.rows, claimed...)
 	if err := fx.FlowKeysSave(ctx, locked, &now); err != nil {
 		return fmt.Errorf("saving flow keys: %w", err)
 	}
@@ -262,13 +313,35 @@ const tokenHold = 10 * time.Millisecond
 type gatedPlan struct {
 	keys []string
 	ns   []int
+	// bound: a key was held back by its concurrency limit, or got part of
+	// its share for want of free slots (a job ending frees either).
+	bound bool
+}
+
+// replanGated is planGated for the slots that keys found empty left over,
+// among the keys the first plan starved; their tokens and counts are as
+// the first plan read them (they were given nothing), and the throttle
+// metrics were counted once already.
+func (c *Client[TTx]) replanGated(queue string, starved []*keeltype.FlowKeyRow, shares map[string]int, free int, limits *limitSet, now time.Time, res *claimResult) gatedPlan {
+	return c.plan(queue, starved, shares, free, limits, now, res, false)
 }
 
 func (c *Client[TTx]) planGated(queue string, locked []*keeltype.FlowKeyRow, shares map[string]int, free int, limits *limitSet, now time.Time, res *claimResult) gatedPlan {
+	return c.plan(queue, locked, shares, free, limits, now, res, true)
+}
+
+func (c *Client[TTx]) plan(queue string, locked []*keeltype.FlowKeyRow, shares map[string]int, free int, limits *limitSet, now time.Time, res *claimResult, count bool) gatedPlan {
 	var plan gatedPlan
+	res.starved = nil // a second plan (after a token wait) replaces the first
 	for _, k := range locked {
 		l := limits.match(k.Key, queue)
 		allowed, wait := allowance(l, k, now)
+		if free == 0 && allowed > 0 && shares[k.Key] > 0 {
+			if res.starved == nil {
+				res.starved = map[string]bool{}
+			}
+			res.starved[k.Key] = true
+		}
 		n := min(allowed, shares[k.Key], free)
 		switch {
 		case free > 0 && allowed < min(shares[k.Key], free) && wait > 0:
@@ -279,12 +352,12 @@ func (c *Client[TTx]) planGated(queue string, locked []*keeltype.FlowKeyRow, sha
 			}
 		case free > 0 && allowed < min(shares[k.Key], free) && l.MaxRunning > 0 && k.Running+allowed >= l.MaxRunning:
 			// Its concurrency limit held it back: a job ending frees it.
-			res.slotBound = true
-		case n < shares[k.Key] && allowed > n:
-			res.slotBound = true
+			plan.bound = true
+		case n > 0 && n < shares[k.Key] && allowed > n:
+			plan.bound = true // part of its share: the slots ran out
 		}
 		free -= n
-		if n < shares[k.Key] {
+		if count && n < shares[k.Key] {
 			c.metrics.Throttled.WithLabelValues(k.Key).Inc()
 			c.metrics.TokenWait.WithLabelValues(k.Key).Add(wait.Seconds())
 		}

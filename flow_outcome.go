@@ -107,9 +107,13 @@ func (c *Client[TTx]) recordOutcomes(ctx context.Context, ex keeldriver.Executor
 		return nil, fmt.Errorf("saving flow keys: %w", err)
 	}
 	for _, p := range pauses {
+		actx := map[string]any{ReasonCodeKey: ReasonFailureThreshold}
+		for k, v := range p.context {
+			actx[k] = v
+		}
 		a := Audit{Action: "flowkey.autopause", Target: "flowkey:" + p.key,
 			Reason:  fmt.Sprintf("%v consecutive failures reached the threshold of %v", p.context["consecutive_failures"], p.context["threshold"]),
-			Context: p.context}
+			Context: actx}
 		if _, err := ex.AuditInsert(ctx, auditRow(WithActor(ctx, "system:autopause"), a)); err != nil {
 			return nil, fmt.Errorf("auditing auto-pause: %w", err)
 		}

@@ -302,7 +302,7 @@ func testAutoPause[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		t.Fatalf("pause state: %+v", k)
 	}
 	audit, err := c.AuditList(ctx, &keel.AuditListParams{Action: "flowkey.autopause"})
-	if err != nil || len(audit) != 1 || audit[0].Target != "flowkey:app:7" || !jsonHas(audit[0].Context, "threshold", "last_error", "failure_class", "consecutive_failures") {
+	if err != nil || len(audit) != 1 || audit[0].Target != "flowkey:app:7" || !jsonHas(audit[0].Context, "threshold", "last_error", "failure_class", "consecutive_failures", keel.ReasonCodeKey) {
 		t.Fatalf("auto-pause must be audited with its context: %v %+v", err, audit)
 	}
 	if _, err := c.FlowKeyResume(keel.WithActor(ctx, "user:ops"), "app:7", "customer fixed their endpoint"); err != nil {

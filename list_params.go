@@ -112,7 +112,11 @@ type FlowKeyListParams struct {
 	After       string // cursor: the last key of the previous page
 	OnlyPaused  bool
 	OnlyTripped bool // breaker not closed
-	Limit       int
+	// HideFinishedBatches leaves out the keys of batches that ended: a
+	// bulk task leaves one key per application behind, which lists need
+	// not show once it is over (the batch's own page still lists them).
+	HideFinishedBatches bool
+	Limit               int
 }
 
 func (p *FlowKeyListParams) driverParams() *keeldriver.FlowKeyListParams {
@@ -120,5 +124,5 @@ func (p *FlowKeyListParams) driverParams() *keeldriver.FlowKeyListParams {
 		return &keeldriver.FlowKeyListParams{}
 	}
 	return &keeldriver.FlowKeyListParams{Prefix: p.Prefix, After: p.After, OnlyPaused: p.OnlyPaused,
-		OnlyTripped: p.OnlyTripped, Limit: p.Limit}
+		OnlyTripped: p.OnlyTripped, HideFinishedBatches: p.HideFinishedBatches, Limit: p.Limit}
 }

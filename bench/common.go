@@ -42,6 +42,8 @@ type runConfig struct {
 	Rate        int
 	Workers     int
 	Logger      *slog.Logger
+	// Causes receives Keel's latency breakdown (--keel-causes); nil: none.
+	Causes io.Writer
 }
 
 func (c *runConfig) logger() *slog.Logger {

@@ -17,6 +17,7 @@ func runKeel(ctx context.Context, cfg *runConfig) (*Result, error) {
 		Rate:        cfg.Rate,
 		Workers:     cfg.Workers,
 		Logger:      cfg.Logger,
+		Causes:      cfg.Causes,
 	})
 	if err != nil {
 		return nil, err

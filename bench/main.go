@@ -38,6 +38,7 @@ type options struct {
 	River         riverTuning
 	Verbose       bool
 	NATSURL       string // events: the JetStream server both sides publish to
+	KeelCauses    bool
 }
 
 func main() {
@@ -48,6 +49,9 @@ func main() {
 		return
 	}
 	if err == nil {
+		if opts.KeelCauses {
+			opts.Causes = os.Stdout
+		}
 		err = run(ctx, opts, os.Stdout)
 	}
 	if err != nil {
@@ -82,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.River.FetchCooldown, "river-fetch-cooldown", riverTuned.FetchCooldown, "River's FetchCooldown in the compared runs (River's default is 100ms)")
 	fs.DurationVar(&o.River.FetchPollInterval, "river-fetch-poll-interval", riverTuned.FetchPollInterval, "River's FetchPollInterval in the compared runs (River's default is 1s)")
 	fs.StringVar(&o.Only, "only", "", "run just keel or just river (for profiling one side; prints no ratios)")
+	fs.BoolVar(&o.KeelCauses, "keel-causes", false, "latency: after each Keel run, print its delays split by segment (insert, claim wait, claim and start), what the jobs at or above p99 were made of, GC pauses, Go scheduler latency and a sample of the database's wait events")
 	fs.BoolVar(&o.Verbose, "v", false, "log the engines' messages (warnings and up) to stderr")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -51,6 +51,9 @@ type Config struct {
 	// ClaimStats, if set, receives the count and duration of claim
 	// statements after drain and latency runs.
 	ClaimStats io.Writer
+	// Causes, if set, receives a latency run's breakdown of enqueue→start
+	// delays by segment and what the tail was made of (see causes.go).
+	Causes io.Writer
 }
 
 // Result is one run's figures.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeldriver"
+	"github.com/keelwork/keel/keelsql"
 )
 
 type noopArgs struct {
@@ -31,14 +32,20 @@ type counter struct {
 
 	mu     sync.Mutex
 	delays []time.Duration
+	// trace, when set, records each job's timestamps (Config.Causes).
+	trace *causeTrace
 }
 
 func (c *counter) Work(ctx context.Context, job *keel.Job[noopArgs]) error {
 	if job.Args.At != 0 {
-		d := time.Since(time.Unix(0, job.Args.At))
+		now := time.Now()
+		enq := time.Unix(0, job.Args.At)
 		c.mu.Lock()
-		c.delays = append(c.delays, d)
+		c.delays = append(c.delays, now.Sub(enq))
 		c.mu.Unlock()
+		if c.trace != nil && job.AttemptedAt != nil {
+			c.trace.start(job.ID, latencySample{enqueued: enq, started: now, attempted: *job.AttemptedAt})
+		}
 	}
 	if c.n.Add(1) == c.target {
 		c.once.Do(func() { close(c.done) })
@@ -166,6 +173,9 @@ func continuous[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Confi
 func latency[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) (*Result, error) {
 	total := int(c.Duration.Seconds() * float64(c.Rate))
 	w := &counter{target: int64(total), done: make(chan struct{})}
+	if c.Causes != nil {
+		w.trace = newCauseTrace()
+	}
 	cl, err := newClient(d, c, w)
 	if err != nil {
 		return nil, err
@@ -174,7 +184,13 @@ func latency[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) 
 		return nil, err
 	}
 	defer func() { _ = cl.StopAndCancel(context.WithoutCancel(ctx)) }()
-	if err := offer(ctx, cl, c, total); err != nil {
+	runStart := time.Now()
+	if w.trace != nil && d.Dialect() == "postgres" {
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go w.trace.sampleWaits(sctx, keelsql.SingleConnURL(c.DatabaseURL))
+	}
+	if err := offer(ctx, cl, c, total, w.trace); err != nil {
 		return nil, err
 	}
 	select {
@@ -185,12 +201,15 @@ func latency[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) 
 	if c.ClaimStats != nil {
 		claimStats(cl.Metrics(), c.ClaimStats)
 	}
+	if w.trace != nil {
+		w.trace.report(c.Causes, runStart)
+	}
 	return latencyResult(c, w.delays), nil
 }
 
 // offer paces inserts on a schedule (not back to back), several senders
 // wide so one slow insert does not delay the next.
-func offer[TTx any](ctx context.Context, cl *keel.Client[TTx], c *Config, total int) error {
+func offer[TTx any](ctx context.Context, cl *keel.Client[TTx], c *Config, total int, trace *causeTrace) error {
 	interval := time.Second / time.Duration(c.Rate)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -204,11 +223,16 @@ func offer[TTx any](ctx context.Context, cl *keel.Client[TTx], c *Config, total 
 		wg.Add(1)
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := cl.Insert(ctx, noopArgs{At: time.Now().UnixNano()}, c.opts(i)); err != nil {
+			res, err := cl.Insert(ctx, noopArgs{At: time.Now().UnixNano()}, c.opts(i))
+			if err != nil {
 				select {
 				case errs <- err:
 				default:
 				}
+				return
+			}
+			if trace != nil {
+				trace.insertDone(res.Job.ID, time.Now())
 			}
 		}(i)
 	}

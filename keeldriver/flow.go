@@ -82,7 +82,11 @@ type FlowKeyListParams struct {
 	After       string
 	OnlyPaused  bool
 	OnlyTripped bool // breaker not closed
-	Limit       int
+	// HideFinishedBatches leaves out the keys of batches that ended
+	// (batch:<id>:…, the batch completed, partially completed or
+	// terminated): they pile up with every bulk task and need no operator.
+	HideFinishedBatches bool
+	Limit               int
 }
 
 // JobAgeParams: see FlowExecutor.JobAgePriorities.

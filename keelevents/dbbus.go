@@ -298,8 +298,12 @@ type dbSubscriber[TTx any] struct {
 	done    chan struct{}
 	handCtx context.Context // handlers' context: the one given to Subscribe
 	slots   chan struct{}   // one per handler call in flight
-	wg      sync.WaitGroup
-	stop    sync.Once
+	// ackMu guards the acknowledgements waiting for a statement (see ack).
+	ackMu  sync.Mutex
+	acks   []ackReq
+	acking bool
+	wg     sync.WaitGroup
+	stop   sync.Once
 }
 
 func (s *dbSubscriber[TTx]) poke() {
@@ -465,8 +469,7 @@ func (s *dbSubscriber[TTx]) deliver(seq int64, d *Delivery) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.handCtx), 30*time.Second)
 	defer cancel()
 	if err == nil {
-		_, err = s.b.db.Exec(ctx, s.b.d.sql("BusAck"), s.sub.Consumer, seq, d.Attempt)
-		if err != nil {
+		if err = s.ack(ctx, seq, d.Attempt); err != nil {
 			s.b.logger.Error("keelevents: acknowledging", "consumer", s.sub.Consumer, "topic", d.Topic, "id", d.ID, "err", err)
 		}
 		return
@@ -475,6 +478,62 @@ func (s *dbSubscriber[TTx]) deliver(seq int64, d *Delivery) {
 	if _, err := s.b.db.Exec(ctx, s.b.d.sql("BusNack"), s.sub.Consumer, seq, d.Attempt, at); err != nil {
 		s.b.logger.Error("keelevents: scheduling a redelivery", "consumer", s.sub.Consumer, "topic", d.Topic, "id", d.ID, "err", err)
 	}
+}
+
+// ackReq is one acknowledgement waiting for its statement.
+type ackReq struct {
+	seq     int64
+	attempt int
+	done    chan error
+}
+
+// ack acknowledges a delivery and returns once that is written. On
+// PostgreSQL acknowledgements are grouped: the first caller to find no
+// statement running leads, and writes every acknowledgement queued until
+// the queue is empty, one BusAckMany each time; the others wait for
+// theirs. A lone delivery pays one statement as before; deliveries
+// finishing together (a batching consumer's batch) share one.
+func (s *dbSubscriber[TTx]) ack(ctx context.Context, seq int64, attempt int) error {
+	if !s.b.d.pg {
+		_, err := s.b.db.Exec(ctx, s.b.d.sql("BusAck"), s.sub.Consumer, seq, attempt)
+		return err
+	}
+	r := ackReq{seq: seq, attempt: attempt, done: make(chan error, 1)}
+	s.ackMu.Lock()
+	s.acks = append(s.acks, r)
+	lead := !s.acking
+	s.acking = true
+	s.ackMu.Unlock()
+	if lead {
+		for {
+			s.ackMu.Lock()
+			batch := s.acks
+			s.acks = nil
+			if len(batch) == 0 {
+				s.acking = false
+				s.ackMu.Unlock()
+				break
+			}
+			s.ackMu.Unlock()
+			// A delivery redelivered while its stale holder still acks is
+			// there twice: only the latest attempt can match its row.
+			latest := make(map[int64]int, len(batch))
+			for _, a := range batch {
+				if at, ok := latest[a.seq]; !ok || a.attempt > at {
+					latest[a.seq] = a.attempt
+				}
+			}
+			seqs, attempts := make([]int64, 0, len(latest)), make([]int, 0, len(latest))
+			for seq, at := range latest {
+				seqs, attempts = append(seqs, seq), append(attempts, at)
+			}
+			_, err := s.b.db.Exec(ctx, s.b.d.sql("BusAckMany"), s.sub.Consumer, s.b.d.int64s(seqs), s.b.d.ints(attempts))
+			for _, a := range batch {
+				a.done <- err
+			}
+		}
+	}
+	return <-r.done
 }
 
 // extend keeps the delivery leased while its handler runs longer than a

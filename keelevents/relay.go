@@ -246,13 +246,9 @@ func (r *relay[TTx]) publishParts(ctx context.Context, parts []int) (int, error)
 	if len(parts) == 0 {
 		return 0, nil
 	}
-	rows, err := e.db.Query(ctx, e.d.sql("OutboxPending"), e.d.ints(parts), e.cfg.RelayBatch)
-	pending, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (pendingRow, error) {
-		m, err := scanMessageSeq(rs)
-		return pendingRow{m.seq, m.Message}, err
-	})
+	pending, err := r.pending(ctx, parts)
 	if err != nil {
-		return 0, fmt.Errorf("reading pending events: %w", err)
+		return 0, err
 	}
 	if len(pending) == 0 {
 		return 0, nil
@@ -287,6 +283,41 @@ func (r *relay[TTx]) publishParts(ctx context.Context, parts []int) (int, error)
 	return marked, nil
 }
 
+// pending reads the next batch of parts.
+func (r *relay[TTx]) pending(ctx context.Context, parts []int) ([]pendingRow, error) {
+	e := r.e
+	var pending []pendingRow
+	err := r.planned(ctx, func(q keelsql.Querier) error {
+		rows, err := q.Query(ctx, e.d.sql("OutboxPending"), e.d.ints(parts), e.cfg.RelayBatch)
+		pending, err = keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (pendingRow, error) {
+			m, err := scanMessageSeq(rs)
+			return pendingRow{m.seq, m.Message}, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading pending events: %w", err)
+	}
+	return pending, nil
+}
+
+// planned runs the relay's statement f on the outbox. On PostgreSQL it runs
+// in a transaction of its own so that RelayPlan's plan settings apply to
+// that statement alone (they end with the transaction): a fetch or a mark
+// then costs its batch, not the backlog, whatever the table's statistics.
+func (r *relay[TTx]) planned(ctx context.Context, f func(q keelsql.Querier) error) error {
+	e := r.e
+	if !e.d.pg {
+		return f(e.db)
+	}
+	return e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		if _, err := tx.Exec(ctx, e.d.sql("RelayPlan")); err != nil {
+			return err
+		}
+		return f(tx)
+	})
+}
+
 // mark records rows as published in one statement, fenced by the leases:
 // a row of a partition another relay took since is not marked, and the
 // partition is dropped from this relay's set.
@@ -313,10 +344,14 @@ func (r *relay[TTx]) mark(ctx context.Context, rows []pendingRow) (int, error) {
 		seqs[i] = p.seq
 		want[p.Partition]++
 	}
-	res, err := e.db.Query(ctx, e.d.sql("OutboxMark"), now(), e.d.int64s(seqs), r.owner, e.d.int64s(fences))
-	got, err := keelsql.CollectRows(res, err, func(rs keelsql.Rows) (int, error) {
-		var p int
-		return p, rs.Scan(&p)
+	var got []int
+	err = r.planned(ctx, func(q keelsql.Querier) error {
+		res, err := q.Query(ctx, e.d.sql("OutboxMark"), now(), e.d.int64s(seqs), r.owner, e.d.int64s(fences))
+		got, err = keelsql.CollectRows(res, err, func(rs keelsql.Rows) (int, error) {
+			var p int
+			return p, rs.Scan(&p)
+		})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("marking %d events published: %w", len(rows), err)

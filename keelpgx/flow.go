@@ -216,7 +216,8 @@ func (e *executor) FlowKeyList(ctx context.Context, p *keeldriver.FlowKeyListPar
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	rows, err := e.db.Query(ctx, sqlFlowKeyList, nullText(p.Prefix), nullText(p.After), limit, p.OnlyPaused, p.OnlyTripped)
+	rows, err := e.db.Query(ctx, sqlFlowKeyList, nullText(p.Prefix), nullText(p.After), limit, p.OnlyPaused, p.OnlyTripped,
+		p.HideFinishedBatches)
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: listing flow keys: %w", err)
 	}

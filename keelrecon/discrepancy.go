@@ -355,7 +355,7 @@ func scanRun(s scanner) (*Run, error) {
 	var totals string
 	err := s.Scan(&run.ID, &run.Reconciler, &run.RuleVersion, &run.Cutoff, &run.Trigger, &run.RequestedBy, &run.State,
 		&run.StartedAt, &run.FinishedAt, &run.Compared, &run.Found, &totals, &run.Digest, &run.Applied, &run.Opened,
-		&run.Healed, &run.Verified, &run.Resolved, &run.Reopened, &run.Error, &run.Instance)
+		&run.Healed, &run.Verified, &run.Resolved, &run.Reopened, &run.Error, &run.Instance, &run.Scope)
 	if err != nil {
 		return nil, err
 	}

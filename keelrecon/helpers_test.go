@@ -170,6 +170,8 @@ type ledgerRec[TTx any] struct {
 	db       keelsql.DB[TTx]
 	sched    keel.Schedule
 	executed atomic.Int64
+	// only, when set, makes a run partial: it compares these keys alone.
+	only []string
 }
 
 func (l *ledgerRec[TTx]) Name() string            { return "ledger" }
@@ -220,6 +222,19 @@ func (l *ledgerRec[TTx]) Run(ctx context.Context, in keelrecon.RunInput) (keelre
 	}
 	for k := range theirs {
 		keys[k] = true
+	}
+	if l.only != nil {
+		in := map[string]bool{}
+		for _, k := range l.only {
+			in[k] = true
+		}
+		for k := range keys {
+			if !in[k] {
+				delete(keys, k)
+			}
+		}
+		out.Scope = &keelrecon.Scope{Name: "keys " + strings.Join(l.only, ", "),
+			Covers: func(_ keelrecon.Class, key string) bool { return in[key] }}
 	}
 	out.Compared = int64(len(keys))
 	for k := range keys {

@@ -243,6 +243,14 @@ func checkOutput(out *RunOutput) error {
 	if out.Compared < 0 {
 		return fmt.Errorf("%w: compared count is negative", keeltype.ErrInvalidArgument)
 	}
+	if out.Scope != nil {
+		if err := checkText("scope", out.Scope.Name, 200); err != nil {
+			return err
+		}
+		if out.Scope.Covers == nil {
+			return fmt.Errorf("%w: a partial run's scope needs Covers", keeltype.ErrInvalidArgument)
+		}
+	}
 	seen := map[keyOf]bool{}
 	for i := range out.Discrepancies {
 		d := &out.Discrepancies[i]

@@ -386,3 +386,56 @@ func testOlderCutoff[TTx any](t *testing.T, e *env[TTx]) {
 		t.Fatalf("after concurrent runs: %s", got.State)
 	}
 }
+
+// TestPartialRunSettlesOnlyItsScope: an incremental run compares part of
+// the data; what it does not report inside its scope is settled, what lies
+// outside keeps its state however the data changed, and the next complete
+// run settles that. The run records its scope, and it counts in the digest.
+func TestPartialRunSettlesOnlyItsScope(t *testing.T) {
+	both(t, testPartialRun[pgx.Tx], testPartialRun[*sql.Tx])
+}
+
+func testPartialRun[TTx any](t *testing.T, e *env[TTx]) {
+	seedLedgers(e)
+	cutoff := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	full := e.run(cutoff)
+	if full.Opened != 4 || full.Healed != 1 || full.Scope != "" {
+		t.Fatalf("full run: opened %d healed %d scope %q", full.Opened, full.Healed, full.Scope)
+	}
+	// Both rows are fixed in the data; the partial run looks at one.
+	e.exec("INSERT INTO t_ours (key, amount, status, at) VALUES ('p-missing', 5000, 'paid', $1)", time.Now().Add(-time.Hour).UnixMicro())
+	e.exec("DELETE FROM t_ours WHERE key = 'p-extra'")
+	e.rec.only = []string{"p-missing", "p-ok-1"}
+	partial := e.run(cutoff.Add(time.Second))
+	if partial.Scope != "keys p-missing, p-ok-1" || partial.Compared != 2 || partial.Found != 0 {
+		t.Fatalf("partial run: scope %q compared %d found %d", partial.Scope, partial.Compared, partial.Found)
+	}
+	if partial.Resolved != 1 || partial.Verified != 0 {
+		t.Fatalf("partial run settled: resolved %d verified %d; want only p-missing resolved", partial.Resolved, partial.Verified)
+	}
+	for key, want := range map[string]keelrecon.State{"p-missing": keelrecon.StateResolved, "p-extra": keelrecon.StateOpen,
+		"p-amount": keelrecon.StateOpen, "p-status": keelrecon.StateAutoHealed} {
+		var d *keelrecon.DiscrepancyRow
+		list, err := e.recon.ListDiscrepancies(context.Background(), keelrecon.DiscrepancyFilter{Key: key})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("%s: %v %d", key, err, len(list))
+		}
+		d = list[0]
+		if d.State != want {
+			t.Fatalf("%s after the partial run: %s, want %s", key, d.State, want)
+		}
+	}
+	again := e.run(cutoff.Add(time.Second))
+	if again.Digest != partial.Digest {
+		t.Fatal("the same partial run over the same data gave another digest")
+	}
+	e.rec.only = nil
+	whole := e.run(cutoff.Add(2 * time.Second))
+	if whole.Scope != "" || whole.Found != 1 || whole.Resolved != 1 || whole.Verified != 1 {
+		t.Fatalf("complete run: scope %q found %d resolved %d verified %d; want p-extra resolved, p-status verified",
+			whole.Scope, whole.Found, whole.Resolved, whole.Verified)
+	}
+	if d := e.byKey(keelrecon.MissingTheirs, "p-extra"); d.State != keelrecon.StateResolved {
+		t.Fatalf("p-extra after the complete run: %s", d.State)
+	}
+}

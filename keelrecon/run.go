@@ -60,7 +60,8 @@ func (r *Recon[TTx]) run(ctx context.Context, name string, cutoff time.Time, tri
 			return fmt.Errorf("recording the run: %w", err)
 		}
 		return c.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: "recon.run", Target: runTarget(id),
-			Reason: trigger, Context: map[string]any{"reconciler": name, "cutoff": cutoff, "rule_version": rec.RuleVersion()}})
+			Reason: trigger, Context: map[string]any{"reconciler": name, "cutoff": cutoff, "rule_version": rec.RuleVersion(),
+				reasonCodeKey: "recon." + trigger}})
 	})
 	if err != nil {
 		return nil, err
@@ -76,7 +77,10 @@ func (r *Recon[TTx]) run(ctx context.Context, name string, cutoff time.Time, tri
 		sortDiscrepancies(out.Discrepancies)
 		res.totals = totalsOf(out.Discrepancies)
 		res.digest = digestOf(rec.RuleVersion(), cutoff, &out)
-		err = r.apply(ctx, name, id, cutoff, out.Discrepancies, res)
+		if out.Scope != nil {
+			res.scope = out.Scope.Name
+		}
+		err = r.apply(ctx, name, id, cutoff, &out, res)
 	}
 	if err == nil {
 		r.autoHeal(ctx, res)
@@ -91,7 +95,7 @@ func (r *Recon[TTx]) run(ctx context.Context, name string, cutoff time.Time, tri
 type runResult struct {
 	compared, found                            int64
 	totals                                     Totals
-	digest                                     string
+	digest, scope                              string
 	applied                                    bool
 	opened, healed, verified, resolved, reopen int64
 	heal                                       []int64
@@ -117,7 +121,8 @@ func (r *Recon[TTx]) finish(ctx context.Context, id int64, res *runResult, runEr
 		totals = []byte("{}")
 	}
 	_, err = r.db.Exec(context.WithoutCancel(ctx), r.q.Get("RunFinish"), id, state, r.now(), res.compared, res.found,
-		string(totals), res.digest, res.applied, res.opened, res.healed, res.verified, res.resolved, res.reopen, msg)
+		string(totals), res.digest, res.applied, res.opened, res.healed, res.verified, res.resolved, res.reopen, msg,
+		res.scope)
 	if err != nil {
 		return fmt.Errorf("recording the end of run %d: %w", id, err)
 	}
@@ -155,6 +160,9 @@ func totalsOf(ds []Discrepancy) Totals {
 func digestOf(rule string, cutoff time.Time, out *RunOutput) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%d\n%d\n", rule, cutoff.UnixMicro(), out.Compared)
+	if out.Scope != nil {
+		fmt.Fprintf(h, "scope\x00%s\n", out.Scope.Name)
+	}
 	for _, d := range out.Discrepancies {
 		ev, _ := evidenceText(d.Evidence)
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%t\x00%t\n", d.Class, d.Key, ev, d.SuggestedAction, d.Impact,
@@ -202,13 +210,24 @@ func evidenceText(ev map[string]json.RawMessage) (string, error) {
 	return string(raw), err
 }
 
+// reasonCodeKey and reasonArgKey name, in an audit row's context, the code
+// of a reason the reconciliation wrote by itself and its argument (a run
+// number): the console says the reason in words from them (module/web
+// registers the codes' words), and the English text stays for the API and
+// the CLI.
+const (
+	reasonCodeKey = "reason_code"
+	reasonArgKey  = "reason_arg"
+)
+
 func runTarget(id int64) string         { return "recon.run:" + strconv.FormatInt(id, 10) }
 func discrepancyTarget(id int64) string { return "recon.discrepancy:" + strconv.FormatInt(id, 10) }
 
 // apply stores a run's discrepancies and settles the ones it no longer
 // finds, in one transaction with an audit entry per transition. A run over
 // a cutoff older than one already applied only records its figures.
-func (r *Recon[TTx]) apply(ctx context.Context, name string, runID int64, cutoff time.Time, ds []Discrepancy, res *runResult) error {
+func (r *Recon[TTx]) apply(ctx context.Context, name string, runID int64, cutoff time.Time, out *RunOutput, res *runResult) error {
+	ds := out.Discrepancies
 	c, err := r.engine(ctx)
 	if err != nil {
 		return err
@@ -235,7 +254,7 @@ func (r *Recon[TTx]) apply(ctx context.Context, name string, runID int64, cutoff
 				return err
 			}
 		}
-		return r.settleGone(sys, c, tx, name, runID, res)
+		return r.settleGone(sys, c, tx, name, runID, out.Scope, res)
 	})
 }
 
@@ -253,8 +272,9 @@ func (r *Recon[TTx]) applyOne(ctx context.Context, c *keel.Client[TTx], tx keels
 			res.heal = append(res.heal, id)
 		}
 		return c.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: "recon.discrepancy.open", Target: discrepancyTarget(id),
-			Reason:  "found by run " + strconv.FormatInt(runID, 10),
-			Context: map[string]any{"reconciler": name, "class": d.Class, "key": d.Key, "impact": d.Impact, "currency": d.Currency}})
+			Reason: "found by run " + strconv.FormatInt(runID, 10),
+			Context: map[string]any{"reconciler": name, "class": d.Class, "key": d.Key, "impact": d.Impact, "currency": d.Currency,
+				reasonCodeKey: "recon.found", reasonArgKey: runID}})
 	case !isNotFound(err):
 		return fmt.Errorf("recording discrepancy %s/%s: %w", d.Class, d.Key, err)
 	}
@@ -280,21 +300,23 @@ func (r *Recon[TTx]) applyOne(ctx context.Context, c *keel.Client[TTx], tx keels
 	}
 	return c.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: "recon.discrepancy.reopen", Target: discrepancyTarget(row.ID),
 		Reason:  "found again by run " + strconv.FormatInt(runID, 10),
-		Context: map[string]any{"from": row.State, "generation": row.Generation + 1}})
+		Context: map[string]any{"from": row.State, "generation": row.Generation + 1, reasonCodeKey: "recon.found_again", reasonArgKey: runID}})
 }
 
 // settleGone moves what the run did not find: fixes are verified, the rest
-// resolved (and a pending or approved request for it cancelled).
-func (r *Recon[TTx]) settleGone(ctx context.Context, c *keel.Client[TTx], tx keelsql.Tx[TTx], name string, runID int64, res *runResult) error {
+// resolved (and a pending or approved request for it cancelled). A partial
+// run settles only what its scope covers.
+func (r *Recon[TTx]) settleGone(ctx context.Context, c *keel.Client[TTx], tx keelsql.Tx[TTx], name string, runID int64, scope *Scope, res *runResult) error {
 	type gone struct {
-		id    int64
-		state State
+		id         int64
+		state      State
+		class, key string
 	}
 	rows, err := tx.Query(ctx, r.q.Get("DiscrepancyNotSeen"), name, runID)
 	list, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (gone, error) {
 		var g gone
 		var st string
-		err := rs.Scan(&g.id, &st)
+		err := rs.Scan(&g.id, &st, &g.class, &g.key)
 		g.state = State(st)
 		return g, err
 	})
@@ -302,6 +324,9 @@ func (r *Recon[TTx]) settleGone(ctx context.Context, c *keel.Client[TTx], tx kee
 		return fmt.Errorf("listing discrepancies not found again: %w", err)
 	}
 	for _, g := range list {
+		if scope != nil && (scope.Covers == nil || !scope.Covers(Class(g.class), g.key)) {
+			continue // outside a partial run's scope: not known to be gone
+		}
 		to, ok := Next(g.state, EventGone, false)
 		if !ok {
 			continue
@@ -332,7 +357,8 @@ func (r *Recon[TTx]) settleGone(ctx context.Context, c *keel.Client[TTx], tx kee
 			}
 		}
 		if err := c.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: action, Target: discrepancyTarget(g.id),
-			Reason: "not found by run " + strconv.FormatInt(runID, 10), Context: map[string]any{"from": g.state, "to": to}}); err != nil {
+			Reason: "not found by run " + strconv.FormatInt(runID, 10), Context: map[string]any{"from": g.state, "to": to,
+				reasonCodeKey: "recon.not_found", reasonArgKey: runID}}); err != nil {
 			return err
 		}
 	}

@@ -114,11 +114,29 @@ type RunInput struct {
 	Cutoff      time.Time
 }
 
-// RunOutput is a run's result. Discrepancies must be the complete set at
-// the cutoff: one the run does not report is taken as gone.
+// RunOutput is a run's result. Without a Scope, Discrepancies must be the
+// complete set at the cutoff: one the run does not report is taken as gone.
 type RunOutput struct {
 	Compared      int64
 	Discrepancies []Discrepancy
+	// Scope makes the run partial (an intraday incremental run over what
+	// changed, say): only discrepancies within it that the run does not
+	// report are taken as gone; the others keep their state for a run
+	// whose scope holds them. nil: the run was complete.
+	Scope *Scope
+}
+
+// Scope is what a partial run compared.
+type Scope struct {
+	// Name says in words what the run covered ("2026-12-01 的变更与未结差异"):
+	// recorded with the run and shown with it, 1..200 bytes.
+	Name string
+	// Covers reports whether the run compared the item behind a stored
+	// discrepancy of this reconciler that it did not report, i.e. whether
+	// that discrepancy is gone. It is called while the run's result is
+	// applied, inside that transaction: it must not use the database (read
+	// what it needs during Run).
+	Covers func(class Class, key string) bool
 }
 
 // Reconciler compares sources and fixes what it is asked to fix.
@@ -162,6 +180,9 @@ type Run struct {
 	Reopened    int64      `json:"reopened"`
 	Error       string     `json:"error,omitempty"`
 	Instance    string     `json:"instance"`
+	// Scope names what a partial run compared (RunOutput.Scope); empty for
+	// a complete run.
+	Scope string `json:"scope,omitempty"`
 }
 
 // Totals are a run's discrepancies by class: how many, and their impact per

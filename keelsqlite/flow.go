@@ -230,6 +230,7 @@ func (e *executor) FlowKeyList(ctx context.Context, p *keeldriver.FlowKeyListPar
 		sql.Named("prefix", p.Prefix),
 		sql.Named("only_paused", p.OnlyPaused),
 		sql.Named("only_tripped", p.OnlyTripped),
+		sql.Named("hide_finished", p.HideFinishedBatches),
 		sql.Named("limit", limit),
 	}
 	var rows []*keeltype.FlowKeyRow

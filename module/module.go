@@ -21,6 +21,7 @@ import (
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module/web"
 )
 
 // Role is what a caller must be to use a route or page. The order matters:
@@ -78,6 +79,28 @@ func (v *View) Zh(zh, en string) string {
 		return en
 	}
 	return zh
+}
+
+// TimeHead is the head of a table column of times shown by web.Time:
+// the name in the view's language with the zone ("创建时间（北京时间）").
+func (v *View) TimeHead(zh, en string) string { return web.TimeHead(v.Lang, zh, en, nil) }
+
+// Who names who did something (an audit or history actor such as
+// "token:alice", "system:scanner") in the view's language: the raw value
+// belongs in the cell's title (web.ActorWord).
+func (v *View) Who(a string) string { return web.ActorWord(v.Lang, a) }
+
+// TimeZoned is a time (time.Time or *time.Time) with its zone, for one
+// that stands outside a time column (web.TimeZoned).
+func (v *View) TimeZoned(t any) string { return web.TimeZoned(v.Lang, t) }
+
+// DateInput is the console's date field (web.DateInput) in the view's
+// language.
+func (v *View) DateInput(name, value string) template.HTML { return web.DateInput(v.Lang, name, value) }
+
+// DateTimeInput is the console's date-and-time field (web.DateTimeInput).
+func (v *View) DateTimeInput(name, value string) template.HTML {
+	return web.DateTimeInput(v.Lang, name, value)
 }
 
 // Can reports whether the caller holds at least role.
@@ -152,4 +175,8 @@ type Host[TTx any] struct {
 	// constructor) and holds the four-eyes approvals (Recon.Approvals) for
 	// actions of kinds the module registers. Nil where the host offers none.
 	Recon *keelrecon.Recon[TTx]
+	// Services are what the server's modules offer one another (an SMS
+	// sender, ...): shared by every module of one server; nil offers
+	// nothing.
+	Services *Services
 }

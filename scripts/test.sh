@@ -11,7 +11,8 @@
 #    in KEEL_TEST_MQTT_URL for the alarm module's MQTT tests;
 # 2. makes sure a C compiler (for -race) and Debian's chromium (for the console
 #    browser tests; KEEL_TEST_CHROMIUM) are installed;
-# 3. go vet, then (full run) delivery's requeue tests on SQLite without -race,
+# 3. go vet, then (full run) delivery's requeue tests on SQLite and the
+#    export's full-size memory and crash tests without -race,
 #    then go test -race -count=1 -timeout 18m on the packages (./... by
 #    default), then — on a full run — vet and test the separate module in bench/;
 # 4. prints a summary and exits non-zero if any step failed.
@@ -178,6 +179,12 @@ if (($# == 0)); then
 	# it they would measure the instrumentation (modules/delivery/race_on_test.go).
 	step "go test -count=1 delivery requeue tests on SQLite (no -race)" \
 		go test -count=1 -timeout 8m -run '^(TestDRQ.*|TestPreviewTokenOnce)$/^sqlite$' ./modules/delivery/
+	# The export's memory and crash tests at the sizes their issue names
+	# (2,000,000 rows under GOMEMLIMIT; 1,200,000 rows in 60 shards with
+	# SIGKILLs), without -race: under the detector the main run below takes
+	# a tenth of the rows or less (modules/export/race_on_test.go). Both databases; about 45 s.
+	step "go test -count=1 export memory and crash tests at full size (no -race)" \
+		go test -count=1 -timeout 8m -run '^(TestExportMemoryBound|TestExportCrash)$' ./modules/export/
 fi
 # The main suite runs last so that its output closes the log.
 step "go test -race -count=1 -timeout 18m (${#args[@]} packages)" \

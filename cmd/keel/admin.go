@@ -107,17 +107,18 @@ func queuesCmd() *cobra.Command {
 func keysCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "keys", Short: "Flow keys and flow limits"}
 	var prefix, cursor string
-	var paused, tripped bool
+	var paused, tripped, finished bool
 	var limit int
 	list := &cobra.Command{Use: "list", Short: "List flow key states", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return admin(cmd, func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error {
-				return cli.KeysList(ctx, c, o, prefix, paused, tripped, limit, cursor)
+				return cli.KeysList(ctx, c, o, prefix, paused, tripped, finished, limit, cursor)
 			})
 		}}
 	list.Flags().StringVar(&prefix, "prefix", "", "only keys starting with this")
 	list.Flags().BoolVar(&paused, "paused", false, "only paused keys")
 	list.Flags().BoolVar(&tripped, "tripped", false, "only keys whose breaker is not closed")
+	list.Flags().BoolVar(&finished, "finished", false, "also the keys of finished batches (left out by default)")
 	list.Flags().IntVar(&limit, "limit", api.DefaultLimit, "page size (1..1000)")
 	list.Flags().StringVar(&cursor, "after", "", "continue after a previous page (the cursor it printed)")
 	get := &cobra.Command{Use: "get KEY", Short: "Show one key", Args: cobra.ExactArgs(1),

@@ -22,6 +22,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal the stop runs within its bound; a second one
+	// (Ctrl-C again) ends the process at once, as signals do by default.
+	go func() { <-ctx.Done(); stop() }()
 	if err := root().ExecuteContext(ctx); err != nil {
 		os.Exit(exitCode(err))
 	}
@@ -87,7 +90,7 @@ func migrateCmd() *cobra.Command {
 
 func benchCmd() *cobra.Command {
 	cfg := &keelbench.Config{}
-	var claimStats bool
+	var claimStats, causes bool
 	ev := &keelbench.EventsConfig{}
 	var phases string
 	cmd := &cobra.Command{Use: "bench", Short: "Measure throughput or latency (drain, continuous, latency, events)",
@@ -97,6 +100,9 @@ func benchCmd() *cobra.Command {
 			}
 			if claimStats {
 				cfg.ClaimStats = cmd.OutOrStdout()
+			}
+			if causes {
+				cfg.Causes = cmd.OutOrStdout()
 			}
 			cfg.DatabaseURL, _ = dbFlags(cmd)
 			if cfg.DatabaseURL == "" {
@@ -118,6 +124,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.FlowKeys, "flow-keys", 0, "spread jobs over this many flow keys")
 	cmd.Flags().IntVar(&cfg.FinishedRows, "finished-rows", 0, "pre-fill this many completed jobs")
 	cmd.Flags().BoolVar(&claimStats, "claim-stats", false, "also print how many claim statements ran and their mean duration")
+	cmd.Flags().BoolVar(&causes, "latency-causes", false, "latency: also print the delays split by segment and what the p99 tail was made of (GC pauses, scheduler latency, database wait events)")
 	return cmd
 }
 

@@ -10,20 +10,21 @@ import (
 
 const actionReasonHelp = "why, at least 5 characters (goes to the audit log; required)"
 
-// remoteVerb runs a verb of group through --server: these routes are
-// served by a running server, not by the CLI's local mode.
+// remoteVerb runs a verb of group through --server, or in local mode
+// against the database (cli.WithAPI serves the events and reconciliation
+// routes in process; what needs a server's running code says so).
 func remoteVerb(cmd *cobra.Command, group string, f func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error) error {
 	url, schema := dbFlags(cmd)
 	server, _ := cmd.Flags().GetString("server")
 	asJSON, _ := cmd.Flags().GetBool("json")
 	o := &cli.AdminOpts{Server: server, Token: cli.TokenFromEnv(), DatabaseURL: url, Schema: schema, JSON: asJSON,
 		Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
-	return cli.WithRemoteAPI(cmd.Context(), o, group, func(ctx context.Context, c *cli.APIClient) error { return f(ctx, c, o) })
+	return cli.WithAPI(cmd.Context(), o, func(ctx context.Context, c *cli.APIClient) error { return f(ctx, c, o) })
 }
 
 func reconCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "recon",
-		Short: "Reconciliation: reconcilers, runs and discrepancies; request, approve, reject and execute fixes (through --server)"}
+		Short: "Reconciliation: reconcilers, runs and discrepancies; request, approve, reject and execute fixes"}
 	verb := func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts, args []string) error) *cobra.Command {
 		return &cobra.Command{Use: use, Short: short, Args: args, RunE: func(cmd *cobra.Command, a []string) error {
 			return remoteVerb(cmd, "recon", func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error { return run(ctx, c, o, a) })
@@ -87,7 +88,7 @@ func reconCmd() *cobra.Command {
 }
 
 func approvalsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "approvals", Short: "Four-eyes approvals: list, approve, reject and execute (through --server)"}
+	cmd := &cobra.Command{Use: "approvals", Short: "Four-eyes approvals: list, approve, reject and execute"}
 	var mine bool
 	var state string
 	var limit int
@@ -123,7 +124,7 @@ func approvalsCmd() *cobra.Command {
 
 func eventsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "events",
-		Short: "The events backbone: outbox per topic, consumers with lag, quarantined and manual events, replay (through --server)"}
+		Short: "The events backbone: outbox per topic, consumers with lag, quarantined and manual events, replay"}
 	simple := func(use, short string, f func(ctx context.Context, c *cli.APIClient, o *cli.AdminOpts) error) *cobra.Command {
 		return &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
 			return remoteVerb(cmd, "events", f)

@@ -54,9 +54,23 @@ type Browser struct {
 	errs []string
 }
 
+// Options set up a browser as an operator's may be.
+type Options struct {
+	// Lang is Chromium's own UI language ("en-US", "zh-CN"): what it draws
+	// its built-in widgets in and what navigator.language says. Empty:
+	// the machine's.
+	Lang string
+}
+
 // New starts Chromium (1280×900) for t, stopped when t ends; every step
 // must finish within timeout.
 func New(t *testing.T, timeout time.Duration) *Browser {
+	t.Helper()
+	return NewWith(t, timeout, Options{})
+}
+
+// NewWith is New with options.
+func NewWith(t *testing.T, timeout time.Duration, o Options) *Browser {
 	t.Helper()
 	bin := Chromium(t)
 	if err := os.MkdirAll(ScreenshotDir(), 0o755); err != nil {
@@ -68,6 +82,12 @@ func New(t *testing.T, timeout time.Duration) *Browser {
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900)}
+	if o.Lang != "" {
+		// The flag sets the UI locale; LANGUAGE is what Chromium on Linux
+		// reads it from when the flag is not honoured (headless).
+		opts = append(opts, chromedp.Flag("lang", o.Lang), chromedp.Flag("accept-lang", o.Lang),
+			chromedp.Env("LANGUAGE="+strings.ReplaceAll(o.Lang, "-", "_")))
+	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelB := chromedp.NewContext(actx)
 	bctx, cancelT := context.WithTimeout(bctx, timeout)
@@ -98,13 +118,23 @@ func (b *Browser) Do(step string, actions ...chromedp.Action[chromedp.Void]) {
 }
 
 // Text is the visible text of the first element matching the CSS selector.
+// A node that vanished between being found and being read (the page was
+// replaced by a redirect after a form post, or refreshed itself) is looked
+// up again in the new document, for up to 10 s: that is the page still
+// loading, not a missing element.
 func (b *Browser) Text(step, sel string) string {
 	b.t.Helper()
-	s, err := chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("%s: %v", step, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "No node with given id") || time.Now().After(deadline) {
+			b.t.Fatalf("%s: %v", step, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 // MustSee fails the test unless the element's text holds every want.
@@ -118,14 +148,28 @@ func (b *Browser) MustSee(step, sel string, want ...string) {
 	}
 }
 
-// Shot saves a full-page screenshot as name.png.
+// Shot saves a full-page screenshot as name.png. A screenshot is evidence
+// for a reader, not an assertion: a page caught between documents (a form
+// post's redirect still laying out) has no size yet, so the shot is retried
+// for up to 5 s, and a shot that still cannot be taken is logged rather than
+// failing the step whose conditions already held.
 func (b *Browser) Shot(name string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		buf, err := chromedp.FullScreenshot(100)(ctx, tg)
-		if err != nil {
-			return err
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err == nil {
+				return os.WriteFile(filepath.Join(ScreenshotDir(), name+".png"), buf, 0o644)
+			}
+			if ctx.Err() != nil {
+				return err
+			}
+			if time.Now().After(deadline) {
+				b.t.Logf("screenshot %s not taken: %v", name, err)
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		return os.WriteFile(filepath.Join(ScreenshotDir(), name+".png"), buf, 0o644)
 	})
 }
 

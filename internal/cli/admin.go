@@ -43,6 +43,9 @@ type AdminOpts struct {
 // the very same handler, so the CLI mirrors the API exactly.
 type APIClient struct {
 	do func(*http.Request) (*http.Response, error)
+	// stream is do without a bound on the whole exchange, for answers
+	// read as they arrive (downloads); nil means do.
+	stream func(*http.Request) (*http.Response, error)
 }
 
 // ProblemError is a problem document returned by the API.
@@ -99,6 +102,34 @@ func (c *APIClient) Call(ctx context.Context, method, path string, in, out any) 
 	return raw, nil
 }
 
+// Stream sends a request without a body and returns the answer's body to
+// read as it arrives (modcli.Streamer); problems come back as
+// *ProblemError, as from Call.
+func (c *APIClient) Stream(ctx context.Context, method, path string) (io.ReadCloser, int64, error) {
+	req, err := http.NewRequestWithContext(ctx, method, path, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	do := c.stream
+	if do == nil {
+		do = c.do
+	}
+	resp, err := do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var p ProblemError
+		if json.Unmarshal(raw, &p.Problem) != nil || p.Code == "" {
+			return nil, 0, fmt.Errorf("HTTP %d from %s %s", resp.StatusCode, method, path)
+		}
+		return nil, 0, &p
+	}
+	return resp.Body, resp.ContentLength, nil
+}
+
 // WithAPI runs f with a client for the server or database o names.
 func WithAPI(ctx context.Context, o *AdminOpts, f func(ctx context.Context, c *APIClient) error) error {
 	if o.Server != "" {
@@ -110,20 +141,28 @@ func WithAPI(ctx context.Context, o *AdminOpts, f func(ctx context.Context, c *A
 			return fmt.Errorf("--server %q must start with http:// or https:// (for example http://127.0.0.1:8080)", o.Server)
 		}
 		hc := &http.Client{Timeout: time.Minute}
-		return f(ctx, &APIClient{do: func(r *http.Request) (*http.Response, error) {
-			u := *r.URL
-			target, err := http.NewRequestWithContext(r.Context(), r.Method, base+u.String(), r.Body)
-			if err != nil {
-				return nil, err
+		// A download may take longer than a minute to arrive: only the
+		// wait for its headers is bounded.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = time.Minute
+		hs := &http.Client{Transport: tr}
+		via := func(hc *http.Client) func(*http.Request) (*http.Response, error) {
+			return func(r *http.Request) (*http.Response, error) {
+				u := *r.URL
+				target, err := http.NewRequestWithContext(r.Context(), r.Method, base+u.String(), r.Body)
+				if err != nil {
+					return nil, err
+				}
+				target.Header = r.Header.Clone()
+				target.Header.Set("Authorization", "Bearer "+o.Token)
+				resp, err := hc.Do(target)
+				if err != nil {
+					return nil, fmt.Errorf("cannot reach the server at %s (is it running, and is the address right?): %w", base, unwrapURLError(err))
+				}
+				return resp, nil
 			}
-			target.Header = r.Header.Clone()
-			target.Header.Set("Authorization", "Bearer "+o.Token)
-			resp, err := hc.Do(target)
-			if err != nil {
-				return nil, fmt.Errorf("cannot reach the server at %s (is it running, and is the address right?): %w", base, unwrapURLError(err))
-			}
-			return resp, nil
-		}})
+		}
+		return f(ctx, &APIClient{do: via(hc), stream: via(hs)})
 	}
 	if err := existingDatabase(o.DatabaseURL); err != nil {
 		return err
@@ -153,14 +192,43 @@ func localAPI[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB
 		name = u.Username
 	}
 	p := &auth.Principal{Name: "local", Role: auth.RoleAdmin, ActorName: "cli:" + name}
-	h, err := api.NewHandler(&api.Config{Engine: client, Auth: auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client)),
-		Authenticate: func(*http.Request) (*auth.Principal, error) { return p, nil }})
+	cfg := &api.Config{Engine: client, Auth: auth.NewStore(db, d.Dialect(), auth.AuditedTxOf(mdb, client)),
+		Authenticate: func(*http.Request) (*auth.Principal, error) { return p, nil }}
+	h, err := api.NewHandler(cfg)
 	if err != nil {
 		return err
 	}
+	// The events and reconciliation routes too (keel events, recon,
+	// approvals), built on their first request only: the other verbs work
+	// on a database without the events and reconciliation lines, and do
+	// not start an events backbone. The business modules' routes need their
+	// module running and stay with --server (WithRemoteAPI).
+	var eh http.Handler
+	var stopWebs func()
+	defer func() {
+		if stopWebs != nil {
+			stopWebs()
+		}
+	}()
 	return f(ctx, &APIClient{do: func(r *http.Request) (*http.Response, error) {
+		serve := http.Handler(h)
+		if localEventsRoute(r.URL.Path) {
+			if eh == nil {
+				webs, stop, err := localWebs(ctx, mdb, client)
+				if err != nil {
+					return nil, fmt.Errorf("opening the events and reconciliation records (is the database migrated? keel migrate up): %w", err)
+				}
+				stopWebs = stop
+				withWebs := *cfg
+				withWebs.Modules = webs
+				if eh, err = api.NewHandler(&withWebs); err != nil {
+					return nil, err
+				}
+			}
+			serve = eh
+		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
+		serve.ServeHTTP(rec, r)
 		return rec.Result(), nil
 	}})
 }

@@ -188,8 +188,17 @@ func JobsRetryAll(ctx context.Context, c *APIClient, o *AdminOpts, f *JobFilter,
 	return nil
 }
 
+// bulkBar redraws one progress line on a terminal; elsewhere (a log, a
+// pipe) it prints a line per tenth of the work and the last.
 func bulkBar(out io.Writer) func(done, total int) {
+	tty := isTerminal(out)
 	return func(done, total int) {
+		if !tty {
+			if step := max(total/10, 1); done%step == 0 || done == total {
+				fmt.Fprintf(out, "%d/%d done\n", done, total)
+			}
+			return
+		}
 		const width = 30
 		filled := width * done / max(total, 1)
 		fmt.Fprintf(out, "\r[%s%s] %d/%d", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total)
@@ -233,7 +242,8 @@ func QueueAction(ctx context.Context, c *APIClient, o *AdminOpts, action, name, 
 }
 
 // KeysList prints flow key states.
-func KeysList(ctx context.Context, c *APIClient, o *AdminOpts, prefix string, paused, tripped bool, limit int, cursor string) error {
+// The keys of finished batches are left out unless finished.
+func KeysList(ctx context.Context, c *APIClient, o *AdminOpts, prefix string, paused, tripped, finished bool, limit int, cursor string) error {
 	q := url.Values{}
 	if prefix != "" {
 		q.Set("prefix", prefix)
@@ -243,6 +253,9 @@ func KeysList(ctx context.Context, c *APIClient, o *AdminOpts, prefix string, pa
 	}
 	if tripped {
 		q.Set("tripped", "true")
+	}
+	if finished {
+		q.Set("finished", "true")
 	}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))

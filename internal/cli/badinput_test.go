@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keelwork/keel/internal/cli"
@@ -36,7 +37,7 @@ func startServeWith(t *testing.T, extra map[string]string) (*server.Server, stri
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
 	dbURL := testdb.PostgresSchemaURL(t, schema)
 	flags := map[string]string{"database-url": dbURL, "schema": schema, "addr": "127.0.0.1:0",
-		"cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s", "module-settings": testModuleSettings}
+		"cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s", "module-settings": testModuleSettings(t)}
 	for k, v := range extra {
 		flags[k] = v
 	}
@@ -124,7 +125,7 @@ func fixtureID(t *testing.T, status int, out map[string]any) string {
 // volatileTables change by themselves while `keel serve` runs (leases,
 // heartbeats, samples, the modules' presence and periodic work).
 var volatileTables = []string{"keel_leader", "keel_client", "keel_instance", "keel_flow_key", "keel_job",
-	"keel_periodic", "dlv_presence", "rsv_outbox", "rsv_run", "keel_sample",
+	"keel_periodic", "dlv_presence", "rsv_notification", "rsv_run", "keel_sample",
 	// the events relay's leases and the buses' progress over events that
 	// modules emitted before the walk
 	"keel_events_relay_lease", "keel_events_relay_instance", "keel_events_outbox", "keel_events_archive",
@@ -133,6 +134,87 @@ var volatileTables = []string{"keel_leader", "keel_client", "keel_instance", "ke
 	// scheduled reconciliation runs (payment, inventory) and their audit
 	// entries; a run an operator starts is a route the walk covers
 	"keel_recon_run", "keel_audit WHERE action <> 'recon.run'"}
+
+// moduleGoodBodies are well-formed bodies of the routes of the modules
+// beyond delivery and reservation (inventory, alarm, tracking, payment,
+// export), so that the walk spoils each of their fields, not only a
+// reason. References they name do not exist (a warehouse, a channel, the
+// 999999 of a path), so no good body of theirs is ever stored either.
+func moduleGoodBodies(method, pattern, reason string) (map[string]any, bool) {
+	if method != "POST" {
+		return nil, false
+	}
+	b, ok := moduleBodies(reason)[pattern]
+	return b, ok
+}
+
+func moduleBodies(reason string) map[string]map[string]any {
+	from := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	bodies := map[string]map[string]any{
+		"/api/v1/inventory/reservations":                      {"order_line": "WALK-1", "warehouse": "WH-WALK", "sku": "SKU-WALK", "qty": 1},
+		"/api/v1/inventory/reservations/{id}/confirm":         {"receipt": "R-WALK", "stock_version": 1},
+		"/api/v1/inventory/reservations/{id}/release":         {"reason": reason},
+		"/api/v1/inventory/reservations/{id}/return":          {"reason": reason},
+		"/api/v1/inventory/reservations/{id}/return-received": {"receipt": "R-WALK"},
+		"/api/v1/inventory/receipts":                          {"receipt": "R-WALK", "warehouse": "WH-WALK", "sku": "SKU-WALK", "qty": 1},
+		"/api/v1/inventory/warehouses":                        {"id": "WH-WALK", "name_zh": "走查仓", "name_en": "Walk"},
+		"/api/v1/inventory/skus": {"id": "SKU-WALK", "name_zh": "走查", "name_en": "Walk", "unit_value_minor": 100,
+			"currency": "CNY"},
+		"/api/v1/inventory/adjustments": {"key": "adj-walk", "warehouse": "WH-WALK", "sku": "SKU-WALK", "delta": 1,
+			"reason": reason},
+		"/api/v1/inventory/conflicts/{id}/resolve": {"delta": 1, "reason": reason},
+		"/api/v1/inventory/admission":              {"busy": true, "reason": reason},
+		"/api/v1/alarm/instances/{id}/ack":         {"comment": reason},
+		"/api/v1/alarm/silences": {"device": "dev-walk", "rule": "rule-walk", "starts_at": from.Format(time.RFC3339),
+			"ends_at": from.Add(time.Hour).Format(time.RFC3339), "comment": reason},
+		"/api/v1/alarm/devices":                                           {"id": "dev-walk", "name": "Walk device", "gateway": "gw-walk"},
+		"/api/v1/alarm/storms/{id}/replay":                                {},
+		"/api/v1/tracking/carriers/{carrier}/mappings":                    {"codes": map[string]any{"X1": "delivered"}, "note": reason},
+		"/api/v1/tracking/carriers/{carrier}/mappings/{version}/activate": {"reason": reason},
+		"/api/v1/payment/payments": {"payment_no": "P-WALK-1", "order_id": "O-WALK-1", "channel": "no-such-channel",
+			"amount_minor": 100, "currency": "CNY"},
+		"/api/v1/payment/payments/{no}/refunds": {"request_id": "RF-WALK-1", "amount_minor": 1, "reason": reason},
+		"/api/v1/payment/bills":                 {"channel": "no-such-channel", "day": "2026-01-01"},
+		"/api/v1/exports":                       {"tenant": "t-walk", "columns": []any{"id"}, "format": "csv"},
+		"/api/v1/exports/{id}/cancel":           {"reason": reason},
+		"/api/v1/exports/{id}/retry":            {"reason": reason},
+	}
+	return bodies
+}
+
+// TestModuleGoodBodiesNameRealRoutes keeps moduleGoodBodies honest: each
+// pattern it names is a route of `keel serve`, so a renamed route cannot
+// silently fall back to the walk's generic body.
+func TestModuleGoodBodiesNameRealRoutes(t *testing.T) {
+	srv, _, _ := startServe(t)
+	routes := map[string]bool{}
+	_ = chi.Walk(srv.API().Router(), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		routes[method+" "+pattern] = true
+		return nil
+	})
+	for p := range moduleBodies("r") {
+		if !routes["POST "+p] {
+			t.Errorf("moduleGoodBodies names %s, which is not a route", p)
+		}
+	}
+	for r := range routes {
+		method, pattern, _ := strings.Cut(r, " ")
+		for _, mod := range []string{"/api/v1/inventory/", "/api/v1/alarm/", "/api/v1/payment/", "/api/v1/exports", "/api/v1/tracking/"} {
+			if method == "POST" && strings.HasPrefix(pattern, mod) {
+				if _, ok := moduleGoodBodies(method, pattern, "r"); !ok && !bodyless[pattern] {
+					t.Errorf("%s has no good body: the walk would spoil only a reason", r)
+				}
+			}
+		}
+	}
+}
+
+// bodyless are module POST routes that take no body.
+var bodyless = map[string]bool{
+	"/api/v1/tracking/waybills/{carrier}/{waybill}/refresh":         true,
+	"/api/v1/tracking/carriers/{carrier}/mappings/{version}/replay": true,
+	"/api/v1/payment/payments/{no}/query":                           true,
+}
 
 // TestBadInputChangesNothing walks every route of `keel serve` with both
 // modules, on real rows (an enterprise, an application, a resource, a
@@ -194,6 +276,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 				"grace_minutes": 15, "release_mode": "dry_run", "hold_minutes": 5}
 		case strings.HasSuffix(pattern, "/reservation/policy"):
 			g.Body = map[string]any{"enabled": true, "threshold": 3, "window_days": 30, "restrict_days": 7, "version": 999, "reason": reason}
+		default:
+			if b, ok := moduleGoodBodies(method, pattern, reason); ok {
+				g.Body = b
+			}
 		}
 		return g
 	})

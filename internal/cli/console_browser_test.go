@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,8 +143,14 @@ func TestConsoleSystemsInBrowser(t *testing.T) {
 	dlv := waitValue(t, db, "a delivery record", `SELECT id, msg_id FROM dlv_record ORDER BY id LIMIT 1`, 2)
 	sku := waitValue(t, db, "stock", `SELECT sku_id, warehouse_id FROM inv_stock ORDER BY sku_id, warehouse_id LIMIT 1`, 2)
 	wb := waitValue(t, db, "a waybill", `SELECT carrier, waybill FROM tracking_waybill ORDER BY waybill LIMIT 1`, 2)
+	invRes := waitValue(t, db, "a stock reservation", `SELECT id, order_line FROM inv_reservation ORDER BY id LIMIT 1`, 2)
+	pay := waitValue(t, db, "a paid payment", `SELECT payment_no, transaction_id FROM pay_payment WHERE transaction_id IS NOT NULL ORDER BY payment_no LIMIT 1`, 2)
+	exp := waitValue(t, db, "an export task", `SELECT id FROM export_tasks ORDER BY id LIMIT 1`, 1)[0]
+	dev := waitValue(t, db, "a device", `SELECT id FROM alarm_device ORDER BY id LIMIT 1`, 1)[0]
 
-	br := browsertest.New(t, 6*time.Minute)
+	// The operator's browser speaks English while the pages are Chinese:
+	// what the pages show is the page's language, not the browser's.
+	br := browsertest.NewWith(t, 8*time.Minute, browsertest.Options{Lang: "en-US"})
 	br.Login(base, token)
 	// The systems are what is installed: the engine and each module with a
 	// home, as the bar names them; these four at least.
@@ -153,7 +160,7 @@ func TestConsoleSystemsInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	modules := homes
-	for _, want := range []string{"reservation", "delivery", "inventory", "tracking"} {
+	for _, want := range []string{"reservation", "delivery", "inventory", "tracking", "alarm", "payment", "export"} {
 		if !slices.Contains(modules, want) {
 			t.Errorf("the bar has no home of %s: %v", want, modules)
 		}
@@ -216,6 +223,11 @@ func TestConsoleSystemsInBrowser(t *testing.T) {
 		{"delivery message id", dlv[1], "/delivery/records/" + dlv[0]},
 		{"inventory SKU", sku[0], "/inventory?warehouse=" + url.QueryEscape(sku[1])},
 		{"tracking waybill", wb[1], "/tracking/waybills/" + wb[0] + "/" + wb[1]},
+		{"inventory reservation", invRes[1], "/inventory/reservations/" + invRes[0]},
+		{"payment number", pay[0], "/payments/" + pay[0]},
+		{"channel transaction id", pay[1], "/payments/" + pay[0]},
+		{"export task", exp, "/exports/" + exp},
+		{"alarm device", dev, "/alarm?device=" + url.QueryEscape(dev)},
 	}
 	for _, s := range searches {
 		br.Do("search "+s.name, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#find-q")),
@@ -287,9 +299,158 @@ func TestConsoleSystemsInBrowser(t *testing.T) {
 	if !strings.Contains(hover, "UTC+8") || !strings.Contains(hover, "个任务") {
 		t.Errorf("a chart's hover value says %q", hover)
 	}
+	checkRenderedPages(t, br, base)
+	checkDateField(t, br, base+"/delivery/records?lang=zh", "zh", "en")
 	br.CheckConsole()
+
+	// And the other way round: a Chinese browser on English pages.
+	zh := browsertest.NewWith(t, 3*time.Minute, browsertest.Options{Lang: "zh-CN"})
+	zh.Login(base, token)
+	checkDateField(t, zh, base+"/reservation/slots?lang=en", "en", "zh")
+	zh.CheckConsole()
 	if t.Failed() {
 		t.Log("screenshots in", browsertest.ScreenshotDir())
+	}
+}
+
+// pagesJS fetches every page of the side bar (and the first record each
+// list links to) in both languages and reports, per page: its status and
+// lang, the time cells whose column head and text name no zone, the
+// browser-drawn date inputs and the placeholders of the console's own.
+const pagesJS = `(async () => {
+  const timeRe = /\d{4}-\d{2}-\d{2} \d{2}:\d{2}/, zoneRe = /北京时间|UTC/;
+  const check = (doc) => {
+    const bad = [];
+    for (const table of doc.querySelectorAll("main table")) {
+      const heads = [];
+      const hr = table.tHead && table.tHead.rows.length ? table.tHead.rows[table.tHead.rows.length - 1] : null;
+      if (hr) { for (const c of hr.cells) { for (let i = 0; i < c.colSpan; i++) heads.push(c.textContent.trim()); } }
+      for (const body of table.tBodies) for (const row of body.rows) {
+        let col = 0;
+        for (const c of row.cells) {
+          const text = c.textContent.trim();
+          if (timeRe.test(text) && !zoneRe.test(text) && !zoneRe.test(heads[col] || ""))
+            bad.push((table.id || table.className || "table") + " · " + (heads[col] || "column " + (col + 1)) + " · " + text.slice(0, 40));
+          col += c.colSpan;
+        }
+      }
+    }
+    return {bad,
+      native: [...doc.querySelectorAll("input")].filter(i => ["date", "datetime-local", "time", "month", "week"].includes((i.getAttribute("type") || "").toLowerCase())).map(i => i.name),
+      dates: [...doc.querySelectorAll("input[data-date]")].map(i => i.getAttribute("placeholder")),
+      links: [...doc.querySelectorAll("main table tbody a[href^='/']")].map(a => a.getAttribute("href")).filter(h => !h.endsWith("/file"))};
+  };
+  const nav = [...new Set([...document.querySelectorAll("#side a[href^='/']")].map(a => a.getAttribute("href")))];
+  const pages = [...nav], seen = new Set(nav.map(p => p.split("?")[0]));
+  const out = [];
+  for (const lang of ["zh", "en"]) {
+    for (let i = 0; i < pages.length; i++) {
+      const r = await fetch(pages[i] + (pages[i].includes("?") ? "&" : "?") + "lang=" + lang, {credentials: "same-origin"});
+      const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+      const c = check(doc);
+      if (lang === "zh" && i < nav.length) {
+        const l = c.links.find(h => !seen.has(h.split("?")[0]));
+        if (l) { seen.add(l.split("?")[0]); pages.push(l); }
+      }
+      out.push({path: pages[i], lang, status: r.status, html: doc.documentElement.lang, bad: c.bad, native: c.native, dates: c.dates});
+    }
+  }
+  await fetch("/?lang=zh", {credentials: "same-origin"});
+  return JSON.stringify(out);
+})()`
+
+// checkRenderedPages walks every console page in both languages: each
+// answers, every table column of times names its zone (in its head or on
+// each value, through the module kit's TimeHead), and no date input is
+// the browser's own (drawn in the browser's language): the console's
+// date fields hint their format in the page's language.
+func checkRenderedPages(t *testing.T, br *browsertest.Browser, base string) {
+	t.Helper()
+	br.Do("the pages", chromedp.Navigate(base+"/?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#side")))
+	raw, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](pagesJS, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("walking the pages: %v", err)
+	}
+	var pages []struct {
+		Path, Lang, HTML string
+		Status           int
+		Bad, Native      []string
+		Dates            []string
+	}
+	if err := json.Unmarshal([]byte(raw), &pages); err != nil {
+		t.Fatal(err)
+	}
+	hint := map[string]string{"zh": "年-月-日", "en": "yyyy-mm-dd"}
+	dates := map[string]int{}
+	for _, p := range pages {
+		where := p.Path + " (" + p.Lang + ")"
+		if p.Status != 200 {
+			t.Errorf("%s: status %d", where, p.Status)
+			continue
+		}
+		if want := map[string]string{"zh": "zh-CN", "en": "en"}[p.Lang]; p.HTML != want {
+			t.Errorf("%s: lang %q", where, p.HTML)
+		}
+		for _, b := range p.Bad {
+			t.Errorf("%s: a time without its zone: %s", where, b)
+		}
+		for _, n := range p.Native {
+			t.Errorf("%s: input %q is the browser's date input (drawn in the browser's language)", where, n)
+		}
+		for _, h := range p.Dates {
+			dates[p.Lang]++
+			if !strings.HasPrefix(h, hint[p.Lang]) {
+				t.Errorf("%s: a date field hints %q", where, h)
+			}
+		}
+	}
+	t.Logf("%d pages walked (%d in each language); date fields: %v", len(pages), len(pages)/2, dates)
+	if len(pages) < 40 || dates["zh"] < 3 || dates["en"] < 3 {
+		t.Errorf("the walk reached %d pages and %v date fields", len(pages), dates)
+	}
+}
+
+// checkDateField opens the first date field's calendar on a page in lang
+// in a browser whose own language is other: the browser says it speaks
+// other, and the field's hint, the calendar's month and weekdays are in
+// lang; a picked day is what the field holds.
+func checkDateField(t *testing.T, br *browsertest.Browser, pageURL, lang, other string) {
+	t.Helper()
+	step := "date field (" + lang + " page, " + other + " browser)"
+	br.Do(step, chromedp.Navigate(pageURL), chromedp.WaitVisible(chromedp.CSS(".date-field input[data-date]")))
+	if nl, _ := chromedp.Run(br.Ctx, chromedp.Evaluate[string](`navigator.language`)); !strings.HasPrefix(nl, other) {
+		t.Fatalf("%s: the browser speaks %q", step, nl)
+	}
+	br.Do(step+": open", chromedp.Click(chromedp.CSS(".date-field button.date-open")), chromedp.WaitVisible(chromedp.CSS(".date-pop .date-day")),
+		br.Shot("date-field-"+lang))
+	raw, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](`JSON.stringify({
+	  hint: document.querySelector(".date-field input[data-date]").placeholder,
+	  type: document.querySelector(".date-field input[data-date]").type,
+	  title: document.querySelector(".date-pop .date-title").textContent,
+	  days: [...document.querySelectorAll(".date-pop .date-wd")].map(e => e.textContent).join(" "),
+	  today: document.querySelector(".date-pop .date-today").textContent})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Hint, Type, Title, Days, Today string }
+	_ = json.Unmarshal([]byte(raw), &got)
+	want := map[string]struct {
+		hint, days, today string
+		title             *regexp.Regexp
+	}{
+		"zh": {"年-月-日", "一 二 三 四 五 六 日", "今天", regexp.MustCompile(`^\d{4}年\d{1,2}月$`)},
+		"en": {"yyyy-mm-dd", "Mo Tu We Th Fr Sa Su", "Today", regexp.MustCompile(`^[A-Z][a-z]+ \d{4}$`)},
+	}[lang]
+	if got.Type != "text" || got.Hint != want.hint || got.Days != want.days || got.Today != want.today || !want.title.MatchString(got.Title) {
+		t.Errorf("%s: %+v", step, got)
+	}
+	day, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](`document.querySelectorAll(".date-pop .date-day")[14].dataset.day`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Do(step+": pick", chromedp.Click(chromedp.CSS(`.date-pop .date-day[data-day="`+day+`"]`)))
+	if v, _ := chromedp.Run(br.Ctx, chromedp.Evaluate[string](`document.querySelector(".date-field input[data-date]").value`)); v != day {
+		t.Errorf("%s: picked %s, the field holds %q", step, day, v)
 	}
 }
 

@@ -39,18 +39,34 @@ func Dev(ctx context.Context, o *DevOpts) error {
 	if o.Addr == "" {
 		o.Addr = DefaultDevAddr
 	}
+	// Exports are files beside the database, so a dev run on another data
+	// folder (a test's temporary one) keeps them there and not in the
+	// directory it was started from.
+	if _, set := o.ModuleSettings["export.dir"]; !set {
+		ms := make(map[string]string, len(o.ModuleSettings)+1)
+		for k, v := range o.ModuleSettings {
+			ms[k] = v
+		}
+		ms["export.dir"] = filepath.Join(o.DataDir, "exports")
+		o.ModuleSettings = ms
+	}
 	so := &ServeOpts{Addr: o.Addr, Demo: true, Migrate: true, ShutdownTimeout: 15 * time.Second,
 		SessionTTL: server.DefaultSessionTTL, SampleInterval: 5 * time.Second, LogLevel: "warn",
 		Queues: map[string]int{"default": 20, "notify": 10}, Modules: moduleNames(), ModuleSettings: o.ModuleSettings}
 	// Events travel on an embedded NATS JetStream, stored beside the
 	// database, so dev runs the same bus as a production deployment.
-	ns, err := startDevNATS(o.DataDir, o.NATSPort, o.Out)
-	if err != nil {
-		return err
-	}
-	defer ns.Shutdown()
-	so.NATSURL = ns.URL()
-	url := "sqlite:" + path
+	return boundedRun(ctx, so.ShutdownTimeout, o.Out, func(ctx context.Context) error {
+		ns, err := startDevNATS(o.DataDir, o.NATSPort, o.Out)
+		if err != nil {
+			return err
+		}
+		defer ns.Shutdown()
+		so.NATSURL = ns.URL()
+		return devServe(ctx, "sqlite:"+path, so, o)
+	})
+}
+
+func devServe(ctx context.Context, url string, so *ServeOpts, o *DevOpts) error {
 	return withServeDatabase(ctx, url, "", func(ctx context.Context, r *serveRun) error {
 		return r.run(ctx, so, o.Out, func(s *server.Server, store *auth.Store) error {
 			if err := devToken(ctx, store, o.Out, url); err != nil {

@@ -163,7 +163,7 @@ func EventsReplay(ctx context.Context, c *APIClient, o *AdminOpts, id, reason st
 	var m keelevents.ManualEvent
 	raw, err := c.Call(ctx, "POST", path+"/replay", map[string]string{"reason": reason}, &m)
 	if err != nil || printed(o, raw) {
-		return notFound("manual event", id, err)
+		return notFound("manual event", id, localRefusal(o, "replaying manual event "+id, err))
 	}
 	fmt.Fprintf(o.Out, "manual event %d replayed (%s/%s for %s)\n", m.ID, m.Message.Topic, m.Message.ID, m.Consumer)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/keelwork/keel/keeldriver"
@@ -76,9 +77,17 @@ func printStatus[TTx any](ctx context.Context, m *keelmigrate.Migrator[TTx], out
 	return nil
 }
 
-// progressBar draws "[#####.....] 3/10 engine/003_x" on one line.
+// progressBar draws "[#####.....] 3/10 engine/003_x" on one line of a
+// terminal. Written to a file or a pipe (a deploy log, CI), carriage
+// returns would pile every step into one unreadable line, so there each
+// step is a line of its own: "migrating 3/10 engine/003_x".
 func progressBar(out io.Writer) func(done, total int, cur keelmigrate.Migration) {
+	tty := isTerminal(out)
 	return func(done, total int, cur keelmigrate.Migration) {
+		if !tty {
+			fmt.Fprintf(out, "migrating %d/%d %s\n", done, total, cur)
+			return
+		}
 		const width = 30
 		filled := width * done / max(total, 1)
 		fmt.Fprintf(out, "\r[%s%s] %d/%d %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, cur)
@@ -86,4 +95,15 @@ func progressBar(out io.Writer) func(done, total int, cur keelmigrate.Migration)
 			fmt.Fprintln(out)
 		}
 	}
+}
+
+// isTerminal reports whether w is a character device (a terminal), where
+// a line may be redrawn in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

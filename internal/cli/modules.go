@@ -125,18 +125,22 @@ func newModule[TTx any](name string, h *module.Host[TTx]) (module.Module[TTx], e
 
 // moduleHost is what every module of one server is given.
 func moduleHost[TTx any](db keelsql.DB[TTx], logger *slog.Logger, reg prometheus.Registerer, o *ServeOpts, ev *keelevents.Events[TTx]) *module.Host[TTx] {
-	return &module.Host[TTx]{DB: db, Logger: logger, Registerer: reg, Demo: o.Demo, Settings: o.ModuleSettings, Events: ev}
+	return &module.Host[TTx]{DB: db, Logger: logger, Registerer: reg, Demo: o.Demo, Settings: o.ModuleSettings, Events: ev,
+		Services: module.NewServices()}
 }
 
 // startModules starts each module after the client started; on failure the
 // ones already started are stopped.
-func startModules[TTx any](ctx context.Context, mods []module.Module[TTx], client *keel.Client[TTx]) error {
+// On an error it returns the modules that did start, for the shutdown to
+// stop within its grace: stopping them here with ctx, which a stop during
+// startup has cancelled, would leave their connections open.
+func startModules[TTx any](ctx context.Context, mods []module.Module[TTx], client *keel.Client[TTx]) ([]module.Module[TTx], error) {
 	for i, m := range mods {
 		if err := m.Start(ctx, client); err != nil {
-			return errors.Join(fmt.Errorf("starting module %s: %w", m.Name(), err), stopModules(ctx, mods[:i]))
+			return mods[:i], fmt.Errorf("starting module %s: %w", m.Name(), err)
 		}
 	}
-	return nil
+	return mods, nil
 }
 
 // stopModules stops modules in reverse start order.

@@ -178,7 +178,7 @@ func ReconRunNow(ctx context.Context, c *APIClient, o *AdminOpts, reconciler, cu
 	var r keelrecon.Run
 	raw, err := c.Call(ctx, "POST", ReconPrefix+"/runs", map[string]string{"reconciler": reconciler, "cutoff": cutoff}, &r)
 	if err != nil || printed(o, raw) {
-		return notFound("reconciler", reconciler, err)
+		return notFound("reconciler", reconciler, localRefusal(o, "running reconciler "+reconciler, err))
 	}
 	printRun(o, &r)
 	return nil
@@ -309,7 +309,7 @@ func ReconAction(ctx context.Context, c *APIClient, o *AdminOpts, action, id, re
 	var d keelrecon.DiscrepancyRow
 	raw, err := c.Call(ctx, "POST", path+"/"+action, map[string]string{"reason": reason}, &d)
 	if err != nil || printed(o, raw) {
-		return notFound("discrepancy", id, err)
+		return notFound("discrepancy", id, localRefusal(o, action+" of discrepancy "+id, err))
 	}
 	fmt.Fprintf(o.Out, "discrepancy %d %s: now %s\n", d.ID, done, discrepancyStateWords[d.State])
 	return nil
@@ -361,7 +361,7 @@ func ApprovalAction(ctx context.Context, c *APIClient, o *AdminOpts, action, id,
 	var a keelrecon.Approval
 	raw, err := c.Call(ctx, "POST", path+"/"+action, map[string]string{"reason": reason}, &a)
 	if err != nil || printed(o, raw) {
-		return notFound("approval", id, err)
+		return notFound("approval", id, localRefusal(o, action+" of approval "+id, err))
 	}
 	fmt.Fprintf(o.Out, "approval %d %s: now %s\n", a.ID, reconActions[action], approvalStateWords[a.State])
 	return nil

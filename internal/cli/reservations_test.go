@@ -34,7 +34,7 @@ func startReservationServer(t *testing.T) *rsvServer {
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
 	dbURL := testdb.PostgresSchemaURL(t, schema)
 	flags := map[string]string{"database-url": dbURL, "schema": schema, "addr": "127.0.0.1:0",
-		"cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s", "module-settings": testModuleSettings}
+		"cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s", "module-settings": testModuleSettings(t)}
 	o, err := cli.ResolveServe("", func(string) string { return "" }, flags)
 	if err != nil {
 		t.Fatal(err)

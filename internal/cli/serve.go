@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -27,15 +30,72 @@ import (
 // running jobs get ShutdownTimeout to finish and are then cancelled and
 // handed back, and leases are released.
 func Serve(ctx context.Context, o *ServeOpts, out io.Writer) error {
-	return withServeDatabase(ctx, o.DatabaseURL, o.Schema, func(ctx context.Context, r *serveRun) error {
-		return r.run(ctx, o, out, func(s *server.Server, store *auth.Store) error {
-			fmt.Fprintf(out, "keel serve: listening on %s (console %s/, API %s/api/v1/)\n", s.URL(), s.URL(), s.URL())
-			if o.Ready != nil {
-				o.Ready(s, store)
-			}
-			return nil
+	return boundedRun(ctx, o.ShutdownTimeout, out, func(ctx context.Context) error {
+		return withServeDatabase(ctx, o.DatabaseURL, o.Schema, func(ctx context.Context, r *serveRun) error {
+			return r.run(ctx, o, out, func(s *server.Server, store *auth.Store) error {
+				fmt.Fprintf(out, "keel serve: listening on %s (console %s/, API %s/api/v1/)\n", s.URL(), s.URL(), s.URL())
+				if o.Ready != nil {
+					o.Ready(s, store)
+				}
+				return nil
+			})
 		})
 	})
+}
+
+// exitProcess ends the process when a stop overruns its bound.
+var exitProcess = os.Exit
+
+// stopBackstop is how long past its timeout a stop may take (closing
+// files and connections after the shutdown's steps) before the process
+// exits without waiting: a part that ignores its deadline must not make
+// Ctrl-C hang.
+const stopBackstop = 5 * time.Second
+
+// boundedRun runs a server until ctx ends and bounds the stop that
+// follows: a stop that arrives during startup (migrations, modules
+// connecting) is a stop, not a failure, so what the cancellation made fail
+// is not reported as an error; and if the run has not returned within
+// timeout of ctx's end (a module or connection that ignores its context),
+// the process says so and exits rather than hang (timeout 0: no bound).
+func boundedRun(ctx context.Context, timeout time.Duration, out io.Writer, run func(context.Context) error) error {
+	done := make(chan struct{})
+	defer close(done)
+	var stopAt time.Time
+	var mu sync.Mutex
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		stopAt = time.Now()
+		mu.Unlock()
+		if timeout <= 0 {
+			return
+		}
+		t := time.NewTimer(timeout + stopBackstop)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			fmt.Fprintf(out, "keel: the stop did not end within %s; exiting without waiting longer\n", timeout+stopBackstop)
+			exitProcess(1)
+		}
+	}()
+	err := run(ctx)
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	mu.Lock()
+	at := stopAt
+	mu.Unlock()
+	if at.IsZero() {
+		at = time.Now()
+	}
+	fmt.Fprintf(out, "keel: stopped during startup in %s\n", time.Since(at).Round(10*time.Millisecond))
+	return nil
 }
 
 // serveRun is what serving needs of a database, whichever driver it is.
@@ -126,8 +186,8 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	if err := rc.Start(ctx, client); err != nil {
 		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err, out)
 	}
-	if err := startModules(ctx, mods, client); err != nil {
-		return shutdown(ctx, nil, client, nil, events.ev, o.ShutdownTimeout, err, out)
+	if started, err := startModules(ctx, mods, client); err != nil {
+		return shutdown(ctx, nil, client, started, events.ev, o.ShutdownTimeout, err, out)
 	}
 	webs, err := hostedWebs(mods, rc, events.ev)
 	if err != nil {

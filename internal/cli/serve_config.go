@@ -37,6 +37,7 @@ var ServeSettings = []Setting{
 	{"sample-interval", "KEEL_SAMPLE_INTERVAL", server.DefaultSampleInterval.String(), "how often the console samples for its charts"},
 	{"log-level", "KEEL_LOG_LEVEL", "info", "debug, info, warn or error"},
 	natsURLSetting,
+	{"events-retention", "KEEL_EVENTS_RETENTION", "168h", "how long published events keep their payload before the archive keeps only their summary (at least 1h)"},
 	{"modules", "KEEL_MODULES", "all", "business modules to run: all, or a comma-separated list (reservation, delivery); empty for none"},
 	{"module-settings", "KEEL_MODULE_SETTINGS", "", "module settings, module.key=value,… (each module's guide in docs/ lists its keys)"},
 }
@@ -56,9 +57,12 @@ type ServeOpts struct {
 	LogLevel        string
 	// NATSURL, if set, carries events on that NATS server's JetStream
 	// instead of the database (keel dev sets its embedded server's).
-	NATSURL        string
-	Modules        []string
-	ModuleSettings map[string]string
+	NATSURL string
+	// EventsRetention is the events outbox's horizon (keelevents
+	// Config.Retention).
+	EventsRetention time.Duration
+	Modules         []string
+	ModuleSettings  map[string]string
 	// Ready, if set, is called once the server listens (embedders and
 	// tests reach the running server through it).
 	Ready func(srv *server.Server, store *auth.Store)
@@ -113,11 +117,15 @@ func parseServe(v map[string]string) (*ServeOpts, error) {
 	durs := []struct {
 		name string
 		dst  *time.Duration
-	}{{"shutdown-timeout", &o.ShutdownTimeout}, {"session-ttl", &o.SessionTTL}, {"sample-interval", &o.SampleInterval}}
+	}{{"shutdown-timeout", &o.ShutdownTimeout}, {"session-ttl", &o.SessionTTL}, {"sample-interval", &o.SampleInterval},
+		{"events-retention", &o.EventsRetention}}
 	for _, d := range durs {
 		if *d.dst, err = time.ParseDuration(v[d.name]); err != nil || *d.dst <= 0 {
 			return nil, fmt.Errorf("setting %s: want a positive duration like 30s, got %q", d.name, v[d.name])
 		}
+	}
+	if o.EventsRetention < time.Hour {
+		return nil, fmt.Errorf("setting events-retention: want at least 1h (consumers and reconciliation read published events that long), got %q", v["events-retention"])
 	}
 	if o.NATSURL, err = parseNATSURL(v["nats-url"]); err != nil {
 		return nil, err

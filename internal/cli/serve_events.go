@@ -40,7 +40,7 @@ func newServeEvents[TTx any](ctx context.Context, mdb keelsql.DB[TTx], o *ServeO
 	if err != nil {
 		return nil, fmt.Errorf("opening the events bus: %w", err)
 	}
-	ev, err := keelevents.New(mdb, bus, &keelevents.Config{Registerer: reg, Logger: logger})
+	ev, err := keelevents.New(mdb, bus, &keelevents.Config{Registerer: reg, Logger: logger, Retention: o.EventsRetention})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("setting up events: %w", err), bus.Close())
 	}

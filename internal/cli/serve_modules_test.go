@@ -29,7 +29,7 @@ func TestServeWithModules(t *testing.T) {
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
 	flags := map[string]string{"database-url": testdb.PostgresSchemaURL(t, schema), "schema": schema,
 		"addr": "127.0.0.1:0", "cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s",
-		"module-settings": testModuleSettings}
+		"module-settings": testModuleSettings(t)}
 	o, err := cli.ResolveServe("", func(string) string { return "" }, flags)
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +74,12 @@ func TestServeWithModules(t *testing.T) {
 	}
 }
 
-// testModuleSettings keeps the modules' listeners on free loopback ports.
-const testModuleSettings = "delivery.cmpp_addr=127.0.0.1:0"
+// testModuleSettings are the module settings of a test server: an
+// ephemeral CMPP port, and the export's files in the test's own directory
+// (by default they go under ./.keel, which here is the source tree).
+func testModuleSettings(t testing.TB) string {
+	return "delivery.cmpp_addr=127.0.0.1:0,export.dir=" + t.TempDir()
+}
 
 // placeholderRequest fills path parameters with values that name nothing,
 // and sends an empty JSON object: enough to pass authorization and reach

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"testing"
 	"time"
@@ -17,17 +18,23 @@ import (
 	"github.com/keelwork/keel/keeltype"
 )
 
-// backlogSeconds of work per key: the run lasts about this long.
-const backlogSeconds = 20
+// backlogSeconds of work per key: the run lasts about this long. The
+// average is of a sustained rate: over 20 s, one stall of the whole
+// machine (all three keys lost the same second at once, on a 2-core CI
+// machine) took it under 9.5/s; 30 s still fails a limiter that is slow
+// claim by claim.
+const backlogSeconds = 30
 
 // TestLimiterAcrossProcesses: 3 processes × 4 fetch loops, 3 keys limited
 // to 10/s with burst 0. In every sliding 1 s window no key exceeds 10 claims,
 // and each key averages at least 9.5/s.
 func TestLimiterAcrossProcesses(t *testing.T) {
 	if testing.Short() {
-		t.Skip("multi-process limiter test runs 20 s")
+		t.Skip("multi-process limiter test runs 30 s")
 	}
-	t.Parallel()
+	// Not parallel with TestLimiterSQLite: on two cores its worker took the
+	// CPU these workers need to claim on the token's instant (gaps of 600 ms
+	// in CI), and what this measures is the limiter, not the contention.
 	d, schema := testdb.OpenPostgres(t, nil)
 	admin := prepare(t, d)
 	bin := buildWorker(t)
@@ -42,9 +49,8 @@ func TestLimiterAcrossProcesses(t *testing.T) {
 // loops); this test process only prepares and verifies.
 func TestLimiterSQLite(t *testing.T) {
 	if testing.Short() {
-		t.Skip("limiter test runs 20 s")
+		t.Skip("limiter test runs 30 s")
 	}
-	t.Parallel()
 	d, path := testdb.OpenSQLite(t, nil)
 	admin := prepare(t, d)
 	startWorker(t, buildWorker(t), []string{"-sqlite", path, "-fetchers", "4"}, 0)
@@ -137,7 +143,7 @@ func verify[TTx any](t *testing.T, admin *keel.Client[TTx]) {
 	for _, k := range Keys {
 		times := claimTimes(t, admin, k)
 		peak, avg := MaxInWindow(times, time.Second), AverageRate(times)
-		t.Logf("key %s: %d claims, busiest 1 s window %d, average %.2f/s", k, len(times), peak, avg)
+		t.Logf("key %s: %d claims, busiest 1 s window %d, average %.2f/s, longest gaps %v", k, len(times), peak, avg, longestGaps(times, 3))
 		if peak > Rate {
 			t.Errorf("key %s: %d claims in one 1 s window, limit %d", k, peak, Rate)
 		}
@@ -166,4 +172,17 @@ func claimTimes[TTx any](t *testing.T, admin *keel.Client[TTx], key string) []ti
 			return times
 		}
 	}
+}
+
+// longestGaps returns the n longest intervals between consecutive claims:
+// where a missed average went.
+func longestGaps(times []time.Time, n int) []time.Duration {
+	sorted := append([]time.Time(nil), times...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Before(sorted[j]) })
+	var gaps []time.Duration
+	for i := 1; i < len(sorted); i++ {
+		gaps = append(gaps, sorted[i].Sub(sorted[i-1]).Round(time.Millisecond))
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] > gaps[j] })
+	return gaps[:min(n, len(gaps))]
 }

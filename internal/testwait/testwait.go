@@ -23,3 +23,20 @@ func For(t testing.TB, within time.Duration, what string, cond func() bool) {
 		pause = min(2*pause, 20*time.Millisecond)
 	}
 }
+
+// Until polls cond like For and reports whether it held within the time,
+// without failing anything: for a goroutine that releases a simulator's
+// answer once the system under test reached a state (the test's own wait
+// then reports what did not happen).
+func Until(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	pause := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 20*time.Millisecond)
+	}
+	return true
+}

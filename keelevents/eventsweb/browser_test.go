@@ -102,11 +102,11 @@ func TestReconConsoleInBrowser(t *testing.T) {
 	bob.Login(s.base, s.tokens["bob"])
 	bob.MustSee("bob's badge", "header nav", "待我审批")
 	bob.Do("bob's queue", chromedp.Navigate(s.base+"/approvals"), chromedp.WaitVisible(chromedp.CSS("#approvals-awaiting")), bob.Shot("approvals-bob"))
-	bob.MustSee("bob's queue", "#approvals-awaiting", "对账差异处理", "按渠道金额调整", "500.00 CNY", "token:alice")
+	bob.MustSee("bob's queue", "#approvals-awaiting", "对账差异处理", "按渠道金额调整", "500.00 CNY", "令牌 alice")
 	bob.Do("open from the queue", chromedp.Navigate(s.base+dPath), chromedp.WaitVisible(chromedp.CSS("button.approve")))
 	bob.Do("approve", chromedp.Click(chromedp.CSS("button.approve")))
 	bob.Confirm("approve", "与渠道对账单核对一致", `#d-state[data-state="approved"]`)
-	bob.MustSee("approved", "#approval", "已批准", "token:bob", "与渠道对账单核对一致")
+	bob.MustSee("approved", "#approval", "已批准", "令牌 bob", "与渠道对账单核对一致")
 	bob.Do("execute", chromedp.Click(chromedp.CSS("button.execute")))
 	bob.Confirm("execute", "执行已批准的金额调整", `#d-state[data-state="executed"]`)
 	bob.MustSee("executed", "#d-state", "已执行")
@@ -117,7 +117,7 @@ func TestReconConsoleInBrowser(t *testing.T) {
 	bob.Do("english", chromedp.Navigate(s.base+dPath+"?lang=en"), chromedp.WaitVisible(chromedp.CSS("#evidence")))
 	bob.MustSee("english words", "main", "Verified", "Evidence side by side", "Amount mismatch", "500.00 CNY")
 	bob.Do("recent approvals", chromedp.Navigate(s.base+"/approvals?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#approvals-recent")))
-	bob.MustSee("recent approvals", "#approvals-recent", "已执行", "token:bob")
+	bob.MustSee("recent approvals", "#approvals-recent", "已执行", "令牌 bob")
 
 	ap := 0
 	for _, l := range []string{"approval.request", "approval.approve", "approval.execute", "recon.discrepancy.execute", "recon.discrepancy.verify"} {

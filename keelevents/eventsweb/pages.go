@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
 // pageSize is the rows of one console page.
@@ -40,7 +41,11 @@ func (b base) WhenP(t *time.Time) string {
 	}
 	return When(*t, b.zone)
 }
-func (b base) Zone() string                              { return b.zone.String() }
+func (b base) Zone() string { return b.zone.String() }
+
+// TimeHead is the head of a column of times shown by When: the name with
+// the zone.
+func (b base) TimeHead(zh, en string) string             { return web.TimeHead(b.V.Lang, zh, en, b.zone) }
 func (b base) Money(minor int64, currency string) string { return Money(minor, currency) }
 func (b base) State(s keelrecon.State) string            { return stateWords.in(string(s), b.V.Lang) }
 func (b base) Class(c keelrecon.Class) string            { return classWords.in(string(c), b.V.Lang) }
@@ -59,7 +64,7 @@ func (b base) Actor(a string) string {
 	if a == keelrecon.SystemActor {
 		return b.V.Zh("系统·对账", "system: reconciliation")
 	}
-	return a
+	return web.ActorWord(b.V.Lang, a)
 }
 
 // StateClass colours a state's badge with the console's classes.

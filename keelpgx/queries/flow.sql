@@ -265,7 +265,9 @@ ORDER BY f.key;
 -- Pages in key order along the primary key. NULL filters are off; $4/$5
 -- false are off. The prefix is matched with starts_with, not LIKE, so that
 -- '%' and '_' in keys need no escaping.
--- $1 prefix, $2 after, $3 limit, $4 only paused, $5 only tripped.
+-- $1 prefix, $2 after, $3 limit, $4 only paused, $5 only tripped, $6 hide
+-- the keys of finished batches (batch:<id>:…; the id read only when it is
+-- digits, so another key that starts with "batch:" is never a cast error).
 SELECT f.key, f.tokens, f.tokens_at, f.paused_at, f.paused_by, f.pause_reason, f.pause_context,
        f.breaker_state, f.breaker_opened_at, f.breaker_probes_left, f.consecutive_failures,
        f.window_start, f.window_calls, f.window_failures, f.ramp_started_at, f.last_error,
@@ -276,6 +278,10 @@ WHERE ($1::text IS NULL OR starts_with(f.key, $1::text))
   AND ($2::text IS NULL OR f.key > $2::text)
   AND (NOT $4::boolean OR f.paused_at IS NOT NULL)
   AND (NOT $5::boolean OR f.breaker_state <> 'closed')
+  AND (NOT $6::boolean OR NOT starts_with(f.key, 'batch:') OR NOT EXISTS (
+        SELECT 1 FROM keel_batch b
+        WHERE b.id = CASE WHEN split_part(f.key, ':', 2) ~ '^[0-9]{1,18}$' THEN split_part(f.key, ':', 2)::bigint END
+          AND b.state IN ('completed', 'partial_completed', 'terminated')))
 ORDER BY f.key
 LIMIT $3;
 

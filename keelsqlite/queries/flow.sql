@@ -189,6 +189,11 @@ WHERE f.key >= :from
   AND substr(f.key, 1, length(:prefix)) = :prefix
   AND (:only_paused = 0 OR f.paused_at IS NOT NULL)
   AND (:only_tripped = 0 OR f.breaker_state <> 'closed')
+  -- :hide_finished leaves out the keys of finished batches (batch:<id>:…).
+  AND (:hide_finished = 0 OR substr(f.key, 1, 6) <> 'batch:' OR NOT EXISTS (
+        SELECT 1 FROM keel_batch AS b
+        WHERE b.id = CAST(substr(f.key, 7, instr(substr(f.key, 7), ':') - 1) AS INTEGER)
+          AND b.state IN ('completed', 'partial_completed', 'terminated')))
 ORDER BY f.key
 LIMIT :limit;
 

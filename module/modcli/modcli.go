@@ -37,6 +37,14 @@ type Caller interface {
 	Call(ctx context.Context, method, path string, in, out any) (raw []byte, err error)
 }
 
+// Streamer is a Caller that can also hand over an answer's body as it
+// arrives, for a download too large to hold: body must be closed; size is
+// the body's length (-1 when unknown). A problem answer is an error, as
+// from Call.
+type Streamer interface {
+	Stream(ctx context.Context, method, path string) (body io.ReadCloser, size int64, err error)
+}
+
 // Env is what one verb runs with.
 type Env struct {
 	API Caller

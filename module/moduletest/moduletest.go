@@ -117,6 +117,11 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 	testwait.For(t, within, what, cond)
 }
 
+// WaitUntil polls cond like WaitFor and reports whether it held in time,
+// failing nothing: for a goroutine that holds a simulator's answer until
+// the system reached a state.
+func WaitUntil(within time.Duration, cond func() bool) bool { return testwait.Until(within, cond) }
+
 // Clock is a clock the test moves by hand.
 type Clock struct {
 	mu sync.Mutex

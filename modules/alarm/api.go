@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/keelwork/keel"
@@ -130,6 +129,9 @@ func (m *Module[TTx]) apiSilenceAdd(w http.ResponseWriter, r *http.Request) (int
 	if err := module.Decode(w, r, &body); err != nil {
 		return 0, nil, err
 	}
+	if err := checkSilence(body.Device, body.Rule, &body.Comment); err != nil {
+		return 0, nil, err
+	}
 	if body.StartsAt.IsZero() {
 		body.StartsAt = m.Now()
 	}
@@ -153,7 +155,11 @@ func (m *Module[TTx]) apiDevice(w http.ResponseWriter, r *http.Request) (int, an
 	if err := module.Decode(w, r, &body); err != nil {
 		return 0, nil, err
 	}
-	if err := m.RegisterDevice(r.Context(), body.ID, body.Name, body.Gateway); err != nil {
+	name, err := mweb.OptionalText("name", body.Name, mweb.MaxNameRunes)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := m.RegisterDevice(r.Context(), body.ID, name, body.Gateway); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]any{"id": body.ID}, nil
@@ -174,9 +180,9 @@ func (m *Module[TTx]) apiReplay(w http.ResponseWriter, r *http.Request) (int, an
 	if err := mweb.DecodeOptional(w, r, &body); err != nil {
 		return 0, nil, err
 	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, nil, mweb.Invalid("storm id %q is not a positive integer", r.PathValue("id"))
+	id, err := mweb.PathID(r, "id") // one spelling of an id: 00001 is refused, not storm 1
+	if err != nil {
+		return 0, nil, err
 	}
 	actor := keel.ActorFrom(r.Context())
 	// The replay runs in the background (it takes its observation
@@ -228,4 +234,21 @@ func (m *Module[TTx]) StormPanel(ctx context.Context) StormPanelData {
 		p.Compression = float64(p.Counters[StageNotice+"/aggregated_members"]) / float64(g)
 	}
 	return p
+}
+
+// checkSilence applies the one text rule to a silence before anything is
+// written: the device and rule are ids (or empty, one of them at least,
+// which AddSilence checks), the comment is a reason (trimmed in place).
+func checkSilence(device, rule string, comment *string) error {
+	for _, f := range []struct{ name, v string }{{"device", device}, {"rule", rule}} {
+		if f.v != "" && !idPattern.MatchString(f.v) {
+			return mweb.Invalid("%s must be an id of A-Z a-z 0-9 _ . - (1 to 64)", f.name)
+		}
+	}
+	c, err := mweb.Reason(*comment, true)
+	if err != nil {
+		return err
+	}
+	*comment = c
+	return nil
 }

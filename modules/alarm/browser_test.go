@@ -3,23 +3,16 @@ package alarm
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
-	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
-	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/auth"
-	"github.com/keelwork/keel/server/migration"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -30,9 +23,7 @@ import (
 // severe instance (history, notices, evidence) and acknowledges it.
 func TestAlarmConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-		return append(migration.Lines(dialect), Lines(dialect)...)
-	}})
+	d, schema := browsertest.Postgres(t, Lines)
 	e := &moduletest.Env[pgx.Tx]{Name: "postgres", Driver: d, DB: keelsql.Pgx(d.Pool()), Schema: schema, Clock: moduletest.NewClock(time.Now().UTC())}
 	r := start(t, e, nil)
 	ctx := context.Background()
@@ -56,27 +47,8 @@ func TestAlarmConsoleInBrowser(t *testing.T) {
 	sev := r.instances(devs[0])[0]
 	moduletest.WaitFor(t, 30*time.Second, "the severe notice", func() bool { return r.hook.count(sev.ID+":firing:3") == 1 })
 
-	db := stdlib.OpenDBFromPool(d.Pool())
-	t.Cleanup(func() { _ = db.Close() })
-	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.DB, r.c))
-	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: r.c, Auth: store,
-		Logger: slog.New(slog.DiscardHandler), Modules: []module.Web{r.m}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
-	token, _, err := store.CreateToken(ctx, "ops-zhao", auth.RoleOperator, "test", "browser test fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := srv.URL()
+	srv := browsertest.Serve(t, d.Pool(), e.DB, r.c, r.m)
+	token, base := srv.Token("ops-zhao", auth.RoleOperator), srv.Base
 	br := browsertest.New(t, 240*time.Second)
 	br.Login(base, token)
 	br.Do("open the board", chromedp.Navigate(base+"/alarm"), chromedp.WaitVisible(chromedp.CSS("#severe")), br.Shot("alarm-board"))
@@ -97,6 +69,18 @@ func TestAlarmConsoleInBrowser(t *testing.T) {
 	br.MustSee("acknowledged", "#instance", "已确认", "ops-zhao", "现场已派人处理")
 	br.Do("storm panel", chromedp.Navigate(base+"/alarm/storm"), chromedp.WaitVisible(chromedp.CSS("#watermarks")), br.Shot("alarm-storm"))
 	br.MustSee("storm panel", "#storms", "进行中")
+	// The module's own audit log reads in words in both languages, the
+	// stored action only in the hover title.
+	br.MustSee("alarm audit", "#alarm-audit", "确认告警", "进入告警风暴", "普通积压", "令牌 ops-zhao")
+	if text := br.Text("alarm audit", "#alarm-audit"); strings.Contains(text, "storm_open") || strings.Contains(text, "system:alarm") {
+		t.Errorf("the alarm audit log shows a raw value:\n%s", text)
+	}
+	br.Do("storm panel in English", chromedp.Navigate(base+"/?lang=en"), chromedp.WaitVisible(chromedp.CSS("header nav")),
+		chromedp.Navigate(base+"/alarm/storm"), chromedp.WaitVisible(chromedp.CSS("#alarm-audit")), br.Shot("alarm-storm-en"))
+	br.MustSee("alarm audit (en)", "#alarm-audit", "Acknowledge an alarm", "A storm began", "ordinary backlog", "above the storm water")
+	if text := br.Text("alarm audit (en)", "#alarm-audit"); strings.Contains(text, "storm_open") || strings.Contains(text, "system:alarm") {
+		t.Errorf("the alarm audit log shows a raw value:\n%s", text)
+	}
 	br.CheckConsole()
 	if i, _ := r.m.InstanceByID(ctx, sev.ID); i.State != StAcked || !strings.Contains(i.AckedBy, "ops-zhao") {
 		t.Fatalf("after the ack: %+v", i)

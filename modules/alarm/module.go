@@ -40,9 +40,12 @@ type Module[TTx any] struct {
 
 	severeCh   chan *msg
 	severeBusy atomic.Int64
-	ordCh      chan *msg
-	ordSem     chan struct{}
-	evalWake   chan struct{}
+	// severeSince is when the severe lane's current busy spell began
+	// (Unix µs).
+	severeSince atomic.Int64
+	ordCh       chan *msg
+	ordSem      chan struct{}
+	evalWake    chan struct{}
 
 	pressure pressure
 	storm    stormState
@@ -54,6 +57,7 @@ type Module[TTx any] struct {
 	consumers   []*Consumer
 	broker      *EmbeddedBroker
 	fleet       *Fleet
+	services    *module.Services
 	started     atomic.Bool
 	beforeAck   func()
 	lastEvalErr atomic.Value
@@ -78,7 +82,7 @@ func New[TTx any](h *module.Host[TTx]) (*Module[TTx], error) {
 	m := &Module[TTx]{Base: base, set: set, q: q, counters: newCounters(), severeOpen: newRouteSet(), active: newRouteSet(),
 		severeCh: make(chan *msg, 1024), ordCh: make(chan *msg, 4096),
 		ordSem: make(chan struct{}, set.PoolSize-set.ReservedConns), evalWake: make(chan struct{}, 1),
-		http: &http.Client{Timeout: 15 * time.Second}}
+		http: &http.Client{Timeout: 15 * time.Second}, services: h.Services}
 	m.pressure.forced.Store(-1)
 	m.devices = &deviceCache{known: map[string]bool{}, unknown: map[string]time.Time{}, lookup: m.deviceExists}
 	if err := base.Register(m.counters.vec); err != nil {
@@ -119,7 +123,8 @@ func (m *Module[TTx]) Configure(cfg *keel.Config) error {
 	cfg.FlowLimits = append(cfg.FlowLimits,
 		keeltype.FlowLimit{Pattern: FlowSevere, Rate: m.set.SevereRate, Burst: int(m.set.SevereRate)},
 		keeltype.FlowLimit{Pattern: FlowOrdinary, Rate: m.set.OrdinaryRate, Burst: int(m.set.OrdinaryRate)},
-		keeltype.FlowLimit{Pattern: FlowReplay, Rate: float64(top), Burst: top})
+		keeltype.FlowLimit{Pattern: FlowReplay, Rate: float64(top), Burst: top},
+		keeltype.FlowLimit{Pattern: FlowSMS, Rate: m.set.SMSRate, Burst: int(m.set.SMSRate)})
 	return nil
 }
 
@@ -143,7 +148,17 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	}
 	m.Life.Go(m.severeLoop)
 	m.Life.Go(m.severeLoop)
-	m.Life.Go(m.ordinaryLoop)
+	// One persisting loop per consumer: a batch's insert and commit
+	// overlap the next batches' instead of queueing behind them (each
+	// message is acknowledged after its own batch commits). SQLite has
+	// one writer, and without consumers there is one submitter: one loop.
+	loops := 1
+	if m.set.MQTTURL != "" && m.DB.Dialect() != "sqlite" {
+		loops = max(1, m.set.Consumers)
+	}
+	for i := 0; i < loops; i++ {
+		m.Life.Go(m.ordinaryLoop)
+	}
 	m.Life.Go(m.evalLoop)
 	m.Life.Go(m.housekeeping)
 	url := m.set.MQTTURL

@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -41,7 +42,13 @@ func StartConsumer(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
 		cfg.Submit(ctx, msg.Topic(), msg.Payload(), func(err error) {
 			if err != nil {
 				// Not persisted: no acknowledgement, the broker sends it
-				// again after the session reconnects.
+				// again after the session reconnects. During a stop that
+				// is the design (a stop is not a failure), so it is not
+				// warned about.
+				if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+					log.Debug("alarm: stopping; message left unacknowledged for redelivery", "topic", msg.Topic())
+					return
+				}
 				log.Warn("alarm: message not persisted; left unacknowledged", "topic", msg.Topic(), "err", err)
 				return
 			}

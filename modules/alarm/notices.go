@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keeltype"
 )
 
 // NoticeArgs is the engine job that delivers one notice on its channel.
@@ -62,6 +64,11 @@ func factsOf(i *Instance) NoticeFacts {
 // (the instance still moved). It reports whether the notice was new.
 func (m *Module[TTx]) newNotice(ctx context.Context, tx keelsql.Tx[TTx], fx *effects, key, instance, group, kind string, level int, lane string,
 	body NoticeBody, device, rule string, eventAt time.Time, hold bool, replayID int64) (bool, error) {
+	return m.newNoticeOn(ctx, tx, fx, ChannelWebhook, key, instance, group, kind, level, lane, body, device, rule, eventAt, hold, replayID)
+}
+
+func (m *Module[TTx]) newNoticeOn(ctx context.Context, tx keelsql.Tx[TTx], fx *effects, channel, key, instance, group, kind string, level int,
+	lane string, body NoticeBody, device, rule string, eventAt time.Time, hold bool, replayID int64) (bool, error) {
 	now := m.Now()
 	state, reason := "pending", ""
 	if device != "" || rule != "" {
@@ -79,7 +86,7 @@ func (m *Module[TTx]) newNotice(ctx context.Context, tx keelsql.Tx[TTx], fx *eff
 	body.Key, body.Kind, body.Level, body.Lane, body.Group, body.At = key, kind, level, lane, group, now
 	b, _ := json.Marshal(body)
 	var id int64
-	err := tx.QueryRow(ctx, m.q.Get("NoticeInsert"), key, instance, group, kind, level, lane, "webhook", state, reason,
+	err := tx.QueryRow(ctx, m.q.Get("NoticeInsert"), key, instance, group, kind, level, lane, channel, state, reason,
 		len(body.Members), string(b), now, eventAt, replayID).Scan(&id)
 	if isNoRows(err) {
 		fx.count(StageNotice, "deduplicated")
@@ -93,10 +100,14 @@ func (m *Module[TTx]) newNotice(ctx context.Context, tx keelsql.Tx[TTx], fx *eff
 		fx.count(StageNotice, state)
 		return true, nil
 	}
-	return true, m.enqueue(ctx, tx, fx, id, lane)
+	return true, m.enqueueOn(ctx, tx, fx, id, lane, channel)
 }
 
 func (m *Module[TTx]) enqueue(ctx context.Context, tx keelsql.Tx[TTx], fx *effects, id int64, lane string) error {
+	return m.enqueueOn(ctx, tx, fx, id, lane, ChannelWebhook)
+}
+
+func (m *Module[TTx]) enqueueOn(ctx context.Context, tx keelsql.Tx[TTx], fx *effects, id int64, lane, channel string) error {
 	c, err := m.engineClient()
 	if err != nil {
 		return err
@@ -107,6 +118,9 @@ func (m *Module[TTx]) enqueue(ctx context.Context, tx keelsql.Tx[TTx], fx *effec
 		q, fk, prio = QueueSevere, FlowSevere, 1
 	case LaneReplay:
 		fk, prio = FlowReplay, 3
+	}
+	if channel == ChannelSMS {
+		fk = FlowSMS
 	}
 	if _, err := c.InsertTx(ctx, tx.Native(), NoticeArgs{ID: id}, &keel.InsertOpts{Queue: q, FlowKey: fk, Priority: prio,
 		MaxAttempts: m.set.MaxAttempts, IdempotencyKey: fmt.Sprintf("alarm-notice-%d", id)}); err != nil {
@@ -128,8 +142,16 @@ func (m *Module[TTx]) severeNotice(ctx context.Context, tx keelsql.Tx[TTx], fx *
 		return err
 	}
 	fx.count(StageSevere, "produced_"+kind)
-	_, err = m.newNotice(ctx, tx, fx, fmt.Sprintf("%s:%s:%d", id, kind, level), id, "", kind, level, LaneSevere,
-		NoticeBody{Members: []NoticeFacts{factsOf(inst)}}, s.Device, r.ID, received, false, 0)
+	key := fmt.Sprintf("%s:%s:%d", id, kind, level)
+	body := NoticeBody{Members: []NoticeFacts{factsOf(inst)}}
+	if _, err = m.newNotice(ctx, tx, fx, key, id, "", kind, level, LaneSevere, body, s.Device, r.ID, received, false, 0); err != nil {
+		return err
+	}
+	if ok, _ := m.SMSChannel(); ok {
+		// The on-call phones too: a notice of its own (its own state,
+		// attempts and ticket), deduplicated on its own key.
+		_, err = m.newNoticeOn(ctx, tx, fx, ChannelSMS, key+":sms", id, "", kind, level, LaneSevere, body, s.Device, r.ID, received, false, 0)
+	}
 	return err
 }
 
@@ -287,11 +309,18 @@ func (m *Module[TTx]) deliver(ctx context.Context, job *keel.Job[NoticeArgs]) er
 	if n.State != "pending" {
 		return nil // sent, muted, merged or escalated already
 	}
-	url := m.webhookURL()
-	if url == "" {
-		return keel.JobSnooze(30 * time.Second) // no channel configured yet: waiting, not failing
+	var sendErr error
+	final := false
+	if n.Channel == ChannelSMS {
+		sendErr = m.sendSMS(ctx, n)
+		final = errors.Is(sendErr, keeltype.ErrInvalidArgument) // never sendable: a ticket now
+	} else {
+		url := m.webhookURL()
+		if url == "" {
+			return keel.JobSnooze(30 * time.Second) // no channel configured yet: waiting, not failing
+		}
+		sendErr = m.post(ctx, url, n)
 	}
-	sendErr := m.post(ctx, url, n)
 	now := m.Now()
 	if sendErr == nil {
 		if _, err := m.DB.Exec(ctx, m.q.Get("NoticeSent"), n.ID, now); err != nil {
@@ -308,7 +337,7 @@ func (m *Module[TTx]) deliver(ctx context.Context, job *keel.Job[NoticeArgs]) er
 	if _, err := m.DB.Exec(ctx, m.q.Get("NoticeAttempt"), n.ID, trunc(sendErr.Error(), 300)); err != nil {
 		return err
 	}
-	if job.Attempt >= job.MaxAttempts {
+	if final || job.Attempt >= job.MaxAttempts {
 		// The channel failed for good: an on-call ticket takes it over.
 		err := m.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
 			if _, err := tx.Exec(ctx, m.q.Get("NoticeEscalated"), n.ID, trunc(sendErr.Error(), 300)); err != nil {

@@ -256,6 +256,8 @@ type noticesPage struct {
 	page
 	Notices []*Notice
 	Tickets []Ticket
+	// SMS says whether the SMS channel is offered, and why not.
+	SMS string
 }
 
 func (m *Module[TTx]) pageNotices(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -270,7 +272,12 @@ func (m *Module[TTx]) pageNotices(_ http.ResponseWriter, r *http.Request, v *mod
 	if err != nil {
 		return nil, err
 	}
-	return module.Render(pageTemplates, "notices", v.Zh("通知与工单", "Notices and tickets"), "/alarm/notices", noticesPage{page{v}, n, t})
+	return module.Render(pageTemplates, "notices", v.Zh("通知与工单", "Notices and tickets"), "/alarm/notices", noticesPage{page{v}, n, t, smsLine(m, v)})
+}
+
+func smsLine[TTx any](m *Module[TTx], v *module.View) string {
+	_, why := m.SMSChannel()
+	return v.Zh("短信通道：", "SMS channel: ") + v.Zh(why[0], why[1])
 }
 
 type silencesPage struct {
@@ -294,7 +301,37 @@ type stormPage struct {
 	P     StormPanelData
 	Bars  []bar
 	Ratio string
+	Audit []auditEntry
 }
+
+// auditEntry is one line of the module's own audit log (alarm_audit).
+type auditEntry struct {
+	At                             time.Time
+	Actor, Action, Subject, Detail string
+}
+
+// auditLog reads the newest n entries of alarm_audit.
+func (m *Module[TTx]) auditLog(ctx context.Context, n int) ([]auditEntry, error) {
+	rows, err := m.DB.Query(ctx, m.q.Get("AuditList"), n)
+	if err != nil {
+		return nil, fmt.Errorf("reading the alarm audit log: %w", err)
+	}
+	defer rows.Close()
+	var out []auditEntry
+	for rows.Next() {
+		var e auditEntry
+		if err := rows.Scan(&e.At, &e.Actor, &e.Action, &e.Subject, &e.Detail); err != nil {
+			return nil, fmt.Errorf("reading the alarm audit log: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Action names an audited action in words; Detail says a detail the
+// module wrote in the page's language.
+func (p page) Action(a string) string { return mweb.ActionWord(p.V.Lang, auditAction(a)) }
+func (p page) Detail(d string) string { return mweb.ReasonWord(p.V.Lang, Name, d, nil) }
 
 type bar struct {
 	Label string
@@ -309,6 +346,11 @@ func (m *Module[TTx]) pageStorm(_ http.ResponseWriter, r *http.Request, v *modul
 	}
 	p := m.StormPanel(r.Context())
 	sp := stormPage{page: page{v}, P: p, Ratio: fmt.Sprintf("%.1f", p.Compression)}
+	audit, err := m.auditLog(r.Context(), 50)
+	if err != nil {
+		return nil, err
+	}
+	sp.Audit = audit
 	top := max(p.Pressure.StormWater, p.Pressure.Backlog, 1)
 	for _, b := range []struct {
 		zh, en string

@@ -35,6 +35,7 @@ const (
 	FlowSevere    = "alarm.webhook.severe"
 	FlowOrdinary  = "alarm.webhook.ordinary"
 	FlowReplay    = "alarm.webhook.replay"
+	FlowSMS       = "alarm.sms.severe"
 )
 
 // msg is one message on its way through ingestion; ack is called once it
@@ -86,7 +87,9 @@ func (m *Module[TTx]) Submit(ctx context.Context, topic string, payload []byte, 
 	}
 	if severe {
 		m.counters.Add(StageIngest, "severe_lane", 1)
-		m.severeBusy.Add(1)
+		if m.severeBusy.Add(1) == 1 {
+			m.severeSince.Store(time.Now().UnixMicro()) // a busy spell begins
+		}
 		select {
 		case m.severeCh <- x:
 		case <-ctx.Done():
@@ -260,9 +263,16 @@ func (m *Module[TTx]) ordinaryLoop(ctx context.Context) {
 // use, so that the reserved ones stay free for the severe lane.
 func (m *Module[TTx]) ordinaryConn(ctx context.Context, f func() error) error {
 	// Severe first: while severe samples wait or run, ordinary work does
-	// not take the next connection. On SQLite, whose one writer cannot
-	// be reserved, this is what keeps the severe lane ahead.
-	for m.severeBusy.Load() > 0 {
+	// not take the next connection. On SQLite, whose one writer cannot be
+	// reserved, this keeps the severe lane ahead of the writer; on
+	// PostgreSQL the severe connections are reserved (ordSem leaves them
+	// out) but the cores are not. The gate lifts once the severe lane has
+	// been busy without a break for severeGate (10 s): a steady stream of severe
+	// samples (each busy for longer than the gap between them on a loaded
+	// machine) then shares the database with ordinary work instead of
+	// holding every ordinary batch back for as long as it lasts, which
+	// stalled MQTT ingest.
+	for m.severeBusy.Load() > 0 && time.Since(time.UnixMicro(m.severeSince.Load())) < severeGate {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -277,6 +287,10 @@ func (m *Module[TTx]) ordinaryConn(ctx context.Context, f func() error) error {
 	defer func() { <-m.ordSem }()
 	return f()
 }
+
+// severeGate is how long the severe lane may be busy without a break
+// before ordinary work stops waiting for it.
+const severeGate = 10 * time.Second
 
 func (m *Module[TTx]) wakeEval() {
 	select {

@@ -2,6 +2,8 @@ package alarm
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/keelwork/keel/module"
@@ -48,6 +50,12 @@ type Settings struct {
 	PoolSize, ReservedConns int
 	DemoDevices             int
 	DemoInterval            time.Duration
+	// SMSTo are the on-call phones severe notices also go to by SMS, sent
+	// as the SMS platform's account SMSAccount at SMSRate per second (the
+	// channel is offered only when a module offers an SMS sender).
+	SMSTo      []string
+	SMSAccount string
+	SMSRate    float64
 }
 
 func parseSettings(m map[string]string, demo bool) (*Settings, error) {
@@ -81,6 +89,17 @@ func parseSettings(m map[string]string, demo bool) (*Settings, error) {
 		DemoDevices:     s.Int("demo_devices", 50, 0, 100000),
 		DemoInterval:    s.Duration("demo_interval", 5*time.Second, 10*time.Millisecond, time.Hour),
 	}
+	out.SMSAccount = s.String("sms_account", "", nil)
+	out.SMSRate = float64(s.Int("sms_rate", 10, 1, 10000))
+	s.String("sms_to", "", func(v string) error {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); !phonePattern.MatchString(p) {
+				return fmt.Errorf("comma-separated phone numbers, %q is not one", p)
+			}
+			out.SMSTo = append(out.SMSTo, p)
+		}
+		return nil
+	})
 	scale := s.Int("replay_scale_percent", 100, 1, 1000)
 	for _, r := range []int{300, 500, 700} {
 		out.ReplayRates = append(out.ReplayRates, max(1, r*scale/100))
@@ -94,6 +113,11 @@ func parseSettings(m map[string]string, demo bool) (*Settings, error) {
 	if !(out.LowWater < out.HighWater && out.HighWater <= out.StormWater) {
 		return nil, fmt.Errorf("alarm watermarks must rise: low_water < high_water <= storm_water")
 	}
+	if len(out.SMSTo) > 0 && out.SMSAccount == "" {
+		return nil, fmt.Errorf("alarm.sms_to needs alarm.sms_account (the SMS platform account the messages go out as)")
+	}
 	_ = demo
 	return out, nil
 }
+
+var phonePattern = regexp.MustCompile(`^\+?[0-9]{5,20}$`)

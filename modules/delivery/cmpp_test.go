@@ -69,7 +69,7 @@ func TestCMPPPush(t *testing.T) {
 	}
 	checkReport := func(c *customerSim, r *Record, layout int) {
 		t.Helper()
-		got := c.received()
+		got := c.Received()
 		for _, d := range got {
 			if d.IsReport && strconv.FormatUint(d.Inner, 10) == r.MsgID {
 				if d.Layout != layout || d.Stat != "DELIVRD" || d.Dest != r.Phone {
@@ -84,13 +84,13 @@ func TestCMPPPush(t *testing.T) {
 	checkReport(c30, r30, 71)
 	checkReport(cc, rc, 60)
 	var gotMO bool
-	for _, d := range c30.received() {
+	for _, d := range c30.Received() {
 		if !d.IsReport && strconv.FormatUint(d.Outer, 10) == mo.MsgID && d.Content == "TD" && d.Dest == mo.Phone {
 			gotMO = true
 		}
 	}
 	if !gotMO {
-		for _, d := range c30.received() {
+		for _, d := range c30.Received() {
 			t.Logf("%+v", *d)
 		}
 		t.Fatalf("MO %s not received under its own Msg_Id", mo.MsgID)
@@ -131,14 +131,14 @@ func TestCMPPPush(t *testing.T) {
 	gone := e.seed(i, a30, StatusPending, time.Now(), "13800000025")
 	push(a30, gone)
 	waitFor(t, 5*time.Second, "the DELIVER to reach the customer", func() bool {
-		for _, d := range c30.received() {
+		for _, d := range c30.Received() {
 			if d.Dest == "13800000025" {
 				return true
 			}
 		}
 		return false
 	})
-	if err := c30.close(); err != nil {
+	if err := c30.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if r := settled(gone.ID); r.Status != StatusUnconfirmed || r.LastErrorClass != ClassConnClosed {

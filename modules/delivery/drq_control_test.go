@@ -17,6 +17,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // phonePolicy answers each DELIVER by its phone number.
@@ -50,7 +51,7 @@ func TestDRQ007(t *testing.T) {
 
 func testDRQ007[TTx any](t *testing.T, e *env[TTx]) {
 	hc := newHTTPCustomer(t, "secret-h7", func([]PushItem) (int, any) { return 503, map[string]string{"error": "down"} })
-	i := e.start(testSettings("ack_timeout", "1s", "ack_inline", "300ms"))
+	i := e.start(testSettings("ack_timeout", "3s", "ack_inline", "300ms")) // the held ACKs below stay within it
 	ent := e.enterprise(i, "Acme")
 	pol := &phonePolicy{m: map[string]ackAction{}}
 	mk := func(name, acct string, p Protocol, url string, n int, act func(k int) ackAction) (*Application, []*Record) {
@@ -74,19 +75,38 @@ func testDRQ007[TTx any](t *testing.T, e *env[TTx]) {
 	h, _ := mk("http503", "h007", ProtoHTTP, hc.srv.URL, 5, nil)
 	g, _ := mk("fine", "g001", ProtoCMPP20, "", 5, nil)
 	// q: reject, reject, a slow success (written, awaited), reject: the
-	// wait must not reset the count, so the third rejection pauses.
+	// wait must not reset the count, so the third rejection pauses. The
+	// slow ACK is held until the third rejection is counted (a fixed delay
+	// lost the race when the machine was loaded: the next item was sent
+	// after the slow ACK had come).
+	slow := make(chan struct{})
 	q, qRecs := mk("slow-ok", "q001", ProtoCMPP30, "", 5, func(k int) ackAction {
-		return []ackAction{{Result: 9}, {Result: 9}, {Delay: 700 * time.Millisecond}, {Result: 9}, {Result: 9}}[k]
+		return []ackAction{{Result: 9}, {Result: 9}, {Until: slow}, {Result: 9}, {Result: 9}}[k]
 	})
-	// r: reject, reject, success, reject, reject: a success resets.
+	// r: reject, reject, success, reject, reject: a success resets. Each
+	// answer waits for the one before it to be counted, so the order the
+	// engine sees is this one even when sends overtake each other.
+	rOK, rAfter := make(chan struct{}), make(chan struct{})
 	r, _ := mk("resets", "r001", ProtoCMPP30, "", 5, func(k int) ackAction {
-		return []ackAction{{Result: 9}, {Result: 9}, {}, {Result: 9}, {Result: 9}}[k]
+		return []ackAction{{Result: 9}, {Result: 9}, {Until: rOK}, {Result: 9, Until: rAfter}, {Result: 9, Until: rAfter}}[k]
 	})
 	task := createTask(t, i, Filter{EnterpriseID: ent}, CreateTaskRequest{Rate: 5, AutoPause: 3})
 	pausedKey := func(a *Application) bool {
 		k, err := i.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+a.FlowKey())
 		return err == nil && k.PausedAt != nil
 	}
+	release := func(gate chan struct{}, a *Application, cond func(*keeltype.FlowKeyRow) bool) {
+		go func() {
+			defer close(gate)
+			moduletest.WaitUntil(30*time.Second, func() bool {
+				k, err := i.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+a.FlowKey())
+				return err == nil && cond(k)
+			})
+		}()
+	}
+	release(slow, q, func(k *keeltype.FlowKeyRow) bool { return k.ConsecutiveFailures >= 3 || k.PausedAt != nil })
+	release(rOK, r, func(k *keeltype.FlowKeyRow) bool { return k.ConsecutiveFailures >= 2 })
+	release(rAfter, r, func(k *keeltype.FlowKeyRow) bool { return k.LastSuccessAt != nil })
 	defer func() {
 		if t.Failed() {
 			for _, a := range []*Application{f, s, h, g, q, r} {
@@ -218,7 +238,7 @@ func testDRQ010[TTx any](t *testing.T, e *env[TTx]) {
 	// The churn goes on until it has both moved the task many times and let
 	// items through to the customer.
 	waitFor(t, 20*time.Second, "pauses and resumes while items are written", func() bool {
-		return controls.Load() >= 10 && len(cust.received()) >= 5
+		return controls.Load() >= 10 && len(cust.Received()) >= 5
 	})
 	close(stop)
 	wg.Wait()
@@ -233,11 +253,11 @@ func testDRQ010[TTx any](t *testing.T, e *env[TTx]) {
 	waitFor(t, 20*time.Second, "the items running at the pause to end", func() bool {
 		return counts(t, i, task.ID)[keeltype.OutcomeProcessing] == 0
 	})
-	before := len(cust.received())
+	before := len(cust.Received())
 	waitFor(t, 20*time.Second, "the ACKs in flight at the pause to arrive", func() bool {
 		return counts(t, i, task.ID)[keeltype.OutcomeWaitingACK] == 0
 	})
-	if got := len(cust.received()); got != before {
+	if got := len(cust.Received()); got != before {
 		t.Fatalf("%d DELIVERs written while the task was paused", got-before)
 	}
 	if _, err := i.m.ResumeTask(bob, task.ID, "customer is fine"); err != nil {
@@ -245,13 +265,13 @@ func testDRQ010[TTx any](t *testing.T, e *env[TTx]) {
 	}
 	waitFor(t, 20*time.Second, "more items to be written and in flight", func() bool {
 		c := counts(t, i, task.ID)
-		return len(cust.received()) >= before+10 && c[keeltype.OutcomeWaitingACK]+c[keeltype.OutcomeProcessing] > 0 && c[keeltype.OutcomeQueued] > 0
+		return len(cust.Received()) >= before+10 && c[keeltype.OutcomeWaitingACK]+c[keeltype.OutcomeProcessing] > 0 && c[keeltype.OutcomeQueued] > 0
 	})
 	term, err := i.m.TerminateTask(bob, task.ID, "customer asked to stop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	atTerm := len(cust.received())
+	atTerm := len(cust.Received())
 	defer func() {
 		if t.Failed() {
 			dumpTask(t, i, task.ID)
@@ -269,11 +289,11 @@ func testDRQ010[TTx any](t *testing.T, e *env[TTx]) {
 	if term.State != keeltype.BatchTerminated || final.State != keeltype.BatchTerminated {
 		t.Fatalf("terminated task: %s then %s", term.State, final.State)
 	}
-	if got := len(cust.received()); got > atTerm+1 {
+	if got := len(cust.Received()); got > atTerm+1 {
 		t.Fatalf("%d DELIVERs written after terminate", got-atTerm)
 	}
 	sent := map[uint64]int{}
-	for _, d := range cust.received() {
+	for _, d := range cust.Received() {
 		sent[d.Inner]++
 	}
 	var success, unprocessed int64

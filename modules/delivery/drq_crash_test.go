@@ -5,6 +5,7 @@ package delivery
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	gocmpp "github.com/bigwhite/gocmpp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/internal/testdb"
@@ -32,7 +34,11 @@ type child struct {
 }
 
 // startChild re-executes the test binary as a Keel instance on the
-// environment's schema and waits for it to serve.
+// environment's database (its PostgreSQL schema or its SQLite file) and
+// waits for it to serve. On SQLite the test keeps its own connections to
+// the file (an insert-only client that reads the task), so a child shares
+// it with the test process; the tests start the next child only after the
+// previous one is gone.
 func startChild[TTx any](t *testing.T, e *env[TTx], name string, settings ...string) *child {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
@@ -41,9 +47,13 @@ func startChild[TTx any](t *testing.T, e *env[TTx], name string, settings ...str
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=instance", "DELIVERY_HELPER_URL="+testdb.PostgresURL(t),
-		"DELIVERY_HELPER_SCHEMA="+e.schema, "DELIVERY_HELPER_INSTANCE="+name,
+	cmd.Env = append(os.Environ(), helperEnv+"=instance", "DELIVERY_HELPER_INSTANCE="+name,
 		"DELIVERY_HELPER_SETTINGS="+strings.Join(settings, ","))
+	if e.path != "" {
+		cmd.Env = append(cmd.Env, "DELIVERY_HELPER_SQLITE="+e.path)
+	} else {
+		cmd.Env = append(cmd.Env, "DELIVERY_HELPER_URL="+testdb.PostgresURL(t), "DELIVERY_HELPER_SCHEMA="+e.schema)
+	}
 	cmd.Stderr = logFile
 	// The child never outlives the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -118,7 +128,10 @@ func TestDRQ009(t *testing.T) {
 		t.Skip("runs three Keel processes; skipped under -short")
 	}
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ009[pgx.Tx], testDRQ009[*sql.Tx])
+}
+
+func testDRQ009[TTx any](t *testing.T, e *env[TTx]) {
 	io := e.insertOnly()
 	ent := e.enterprise(io, "Acme")
 	app := e.app(io, ent, "restart", "r009", ProtoCMPP30, "")
@@ -179,7 +192,7 @@ func TestDRQ009(t *testing.T) {
 	// Phase 3: the customer connects to a fresh instance.
 	c3 := startChild(t, e, "child-3")
 	cust := dial(c3)
-	defer cust.close()
+	defer cust.Close()
 	done := waitTask(t, io, task.ID, 60*time.Second, keeltype.BatchCompleted, keeltype.BatchPartialCompleted)
 	if done.Counts[keeltype.OutcomeSuccess] != n-2 || done.Counts[keeltype.OutcomeFailed] != 2 {
 		t.Fatalf("after the restarts: %s %v", done.State, done.Counts)
@@ -213,8 +226,8 @@ func TestDRQ009(t *testing.T) {
 	}
 }
 
-// TestDRQ009AckedInFlightAtKill (§6 "processing 必须有租约/超时恢复",
-// DRQ-009): an instance is SIGKILLed while its customer has DELIVERs in
+// TestDRQ009AckedInFlightAtKill (DRQ-009: an item left processing by a
+// dead instance comes back through its lease, never stays stuck): an instance is SIGKILLed while its customer has DELIVERs in
 // hand that it acknowledges — to the dead process. Losing the process that
 // carried the write is not the customer's failure: after a restart those
 // items end with an unknown outcome (conn_lost, not an ACK timeout), the
@@ -226,7 +239,10 @@ func TestDRQ009AckedInFlightAtKill(t *testing.T) {
 		t.Skip("runs two Keel processes; skipped under -short")
 	}
 	t.Parallel()
-	e := newEnv(t)
+	eachDB(t, testDRQ009AckedInFlightAtKill[pgx.Tx], testDRQ009AckedInFlightAtKill[*sql.Tx])
+}
+
+func testDRQ009AckedInFlightAtKill[TTx any](t *testing.T, e *env[TTx]) {
 	io := e.insertOnly()
 	ent := e.enterprise(io, "Acme")
 	app := e.app(io, ent, "acks-to-the-dead", "k009", ProtoCMPP30, "")
@@ -270,7 +286,7 @@ func TestDRQ009AckedInFlightAtKill(t *testing.T) {
 
 	c2 := startChild(t, e, "child-2", settings...)
 	cust := dial(c2)
-	defer cust.close()
+	defer cust.Close()
 	done := waitTask(t, io, task.ID, 60*time.Second, keeltype.BatchCompleted, keeltype.BatchPartialCompleted)
 	if k, err := io.c.FlowKeyGet(context.Background(), keel.BatchKeyPrefix(task.ID)+app.FlowKey()); err == nil && k.PausedAt != nil {
 		t.Fatalf("the application auto-paused: %s", k.PauseContext)

@@ -33,6 +33,13 @@ func (l *deliverLog) add(d *delivered) {
 	l.mu.Unlock()
 }
 
+// count is how many DELIVERs arrived.
+func (l *deliverLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
+}
+
 // perRecord is how many DELIVERs carried each record's Msg_Id.
 func (l *deliverLog) perRecord() map[uint64]int {
 	l.mu.Lock()
@@ -107,7 +114,7 @@ func settledExcept[TTx any](t *testing.T, i *inst[TTx], task int64, within time.
 	return c
 }
 
-// TestDRQ006WrittenNeverQueued (§5.2, DRQ-006, DRQ-010): a silent customer
+// TestDRQ006WrittenNeverQueued (DRQ-006, DRQ-010): a silent customer
 // makes its application auto-pause on ACK timeouts. Every item whose
 // DELIVER the customer received stays accounted as written — waiting for
 // its ACK, then failed — and is never shown queued again; the items shown
@@ -263,7 +270,7 @@ func testDRQ006WrittenNeverQueued[TTx any](t *testing.T, e *env[TTx]) {
 	}
 }
 
-// TestDRQ007NoDeliverAfterThreshold (§6, §8, DRQ-007): once an
+// TestDRQ007NoDeliverAfterThreshold (DRQ-007): once an
 // application's consecutive failures reach the threshold, no further
 // DELIVER reaches that customer — neither for immediate failures (ACK
 // rejected) nor for ACK timeouts with items waiting for a window slot —
@@ -297,9 +304,14 @@ func testDRQ007NoDeliverAfterThreshold[TTx any](t *testing.T, e *env[TTx]) {
 	}
 	for k, s := range sides {
 		waitFor(t, 30*time.Second, s.app.Name+" to auto-pause", func() bool { return keyPaused(t, i, tasks[k], s.app) })
-		settledExcept(t, i, tasks[k], 20*time.Second, keeltype.OutcomeQueued)
-		// Whatever was still on its way is in by now.
-		time.Sleep(500 * time.Millisecond)
+		settled := settledExcept(t, i, tasks[k], 20*time.Second, keeltype.OutcomeQueued)
+		// Every failed item's DELIVER is at the customer: the rejects
+		// answered theirs, the silent ones timed out after theirs was
+		// written. A DELIVER written after the pause would be a failed
+		// item too, so once these are in, nothing is still on its way.
+		waitFor(t, 10*time.Second, s.app.Name+": the failed items' DELIVERs at the customer", func() bool {
+			return int64(s.log.count()) >= settled[keeltype.OutcomeFailed]
+		})
 		key := taskKey(t, i, tasks[k], s.app)
 		if late := s.log.after(*key.PausedAt); len(late) > 0 {
 			t.Errorf("%s: %d DELIVERs reached the customer after the auto-pause at %s (first at %s)",
@@ -340,7 +352,7 @@ func testDRQ007NoDeliverAfterThreshold[TTx any](t *testing.T, e *env[TTx]) {
 	}
 }
 
-// TestPreviewTokenOnce (§9): a preview token creates at most one task.
+// TestPreviewTokenOnce: a preview token creates at most one task.
 // Posting it again returns the first task (200, not 201); two posts at
 // once make one task; the customer receives each record once.
 func TestPreviewTokenOnce(t *testing.T) {

@@ -128,7 +128,7 @@ func testDRQ005[TTx any](t *testing.T, e *env[TTx]) {
 		recs = append(recs, e.seed(i, app, StatusUnconfirmed, time.Now().Add(-time.Hour), fmt.Sprintf("1360000%04d", k)))
 	}
 	task := createTask(t, i, Filter{AppID: app.ID}, CreateTaskRequest{Rate: 50})
-	waitFor(t, 15*time.Second, "every item to wait for the connection", func() bool {
+	waitFor(t, 60*time.Second, "every item to wait for the connection", func() bool {
 		return counts(t, i, task.ID)[keeltype.OutcomeWaitingConnection] == 6
 	})
 	c := counts(t, i, task.ID)
@@ -152,7 +152,7 @@ func testDRQ005[TTx any](t *testing.T, e *env[TTx]) {
 		t.Fatalf("after connecting: %s %v", done.State, done.Counts)
 	}
 	seen := map[uint64]int{}
-	for _, d := range cust.received() {
+	for _, d := range cust.Received() {
 		seen[d.Inner]++
 	}
 	for _, r := range recs {
@@ -214,7 +214,7 @@ func testDRQ006[TTx any](t *testing.T, e *env[TTx]) {
 	d := held[0]
 	mu.Unlock()
 	close(release)
-	cust.s.respond(deliverResp(cust, d.Outer, 0), d.Seq)
+	cust.Respond(deliverResp(cust, d.Outer, 0), d.Seq)
 	done := waitTask(t, i, task.ID, 20*time.Second, keeltype.BatchCompleted, keeltype.BatchPartialCompleted)
 	want := map[string][3]string{
 		"13500000001": {"success", "delivered", ""},
@@ -243,7 +243,7 @@ func testDRQ006[TTx any](t *testing.T, e *env[TTx]) {
 }
 
 func deliverResp(c *customerSim, msgID uint64, result uint32) gocmppPacker {
-	return newDeliverResp(c.ver, msgID, result)
+	return newDeliverResp(c.Version(), msgID, result)
 }
 
 func itemOutcome[TTx any](t *testing.T, i *inst[TTx], task, record int64) keeltype.BatchOutcome {
@@ -295,7 +295,7 @@ func testDRQ008[TTx any](t *testing.T, e *env[TTx]) {
 	got := map[uint64]int{}
 	perConn := make([]int, len(custs))
 	for k, c := range custs {
-		for _, d := range c.received() {
+		for _, d := range c.Received() {
 			got[d.Inner]++
 			perConn[k]++
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
+	"github.com/keelwork/keel/modules/delivery/sim"
 )
 
 var testSigningKey = []byte("delivery test signing key 0123456789")
@@ -46,6 +47,7 @@ type env[TTx any] struct {
 	d      keeldriver.Driver[TTx]
 	pg     *keelpgx.Driver // nil on SQLite
 	schema string          // PostgreSQL only
+	path   string          // SQLite only: the database file
 	db     keelsql.DB[TTx]
 	ent    int64
 	seq    atomic.Int64
@@ -60,8 +62,8 @@ func newEnv(t *testing.T) *env[pgx.Tx] {
 // newSQLiteEnv is a fresh SQLite file with the delivery line migrated.
 func newSQLiteEnv(t *testing.T) *env[*sql.Tx] {
 	t.Helper()
-	d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: Lines})
-	return &env[*sql.Tx]{t: t, d: d, db: keelsql.SQLite(d.DB())}
+	d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: Lines})
+	return &env[*sql.Tx]{t: t, d: d, path: path, db: keelsql.SQLite(d.DB())}
 }
 
 // eachDB runs a test on PostgreSQL and on SQLite, in parallel subtests.
@@ -368,7 +370,7 @@ func customer[TTx any](t *testing.T, i *inst[TTx], a *Application, policy func(*
 	if err != nil {
 		t.Fatalf("customer %s: %v", a.Account, err)
 	}
-	t.Cleanup(func() { _ = c.close() })
+	t.Cleanup(func() { _ = c.Close() })
 	waitFor(t, 5*time.Second, "the connection to register", func() bool { return i.m.links.has(a.ID) })
 	return c
 }
@@ -471,3 +473,16 @@ type keeldriverJobList = keel.JobListParams
 func keelNewClient[TTx any](e *env[TTx], cfg *keel.Config) (*keel.Client[TTx], error) {
 	return keel.NewClient(e.d, cfg)
 }
+
+// The simulators live in package sim; the tests name them as before.
+type (
+	customerSim = sim.Customer
+	delivered   = sim.Delivered
+	ackAction   = sim.Ack
+)
+
+var (
+	dialCustomer      = sim.DialCustomer
+	dialQuietCustomer = sim.DialQuietCustomer
+	ackOK             = sim.AckOK
+)

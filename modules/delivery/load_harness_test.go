@@ -87,9 +87,8 @@ func (c *LoadConfig) defaults() {
 	}
 }
 
-// RunLoad is the gateway's load benchmark (`go test -bench Load`, and
-// `keel bench` through this function): one Keel instance with the
-// delivery module on d (migrated with the delivery line), Apps customer
+// RunLoad is the gateway's load benchmark (`go test -bench Load`): one
+// Keel instance with the delivery module on d (migrated with the delivery line), Apps customer
 // applications each connected once over CMPP 3.0 with gocmpp and
 // acknowledging every DELIVER at once, rate limits raised out of the way,
 // and Records pending MO records with their push jobs seeded while the
@@ -153,7 +152,7 @@ func startLoadInstance[TTx any](ctx context.Context, d keeldriver.Driver[TTx], d
 
 func (r *loadRun[TTx]) stop() {
 	for _, c := range r.custs {
-		_ = c.close()
+		_ = c.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsqlite"
 	"github.com/keelwork/keel/module"
 )
 
@@ -36,18 +36,31 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// helperInstance runs a Keel instance on the schema named by the
-// environment; it prints "ready <gateway address>" once it serves, and
-// runs until SIGKILL (or SIGTERM, a clean stop).
+// helperInstance runs a Keel instance on the database named by the
+// environment (a PostgreSQL schema, or a SQLite file when
+// DELIVERY_HELPER_SQLITE is set); it prints "ready <gateway address>" once
+// it serves, and runs until SIGKILL (or SIGTERM, a clean stop).
 func helperInstance() error {
 	ctx := context.Background()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM)
+	if path := os.Getenv("DELIVERY_HELPER_SQLITE"); path != "" {
+		d, err := keelsqlite.Open(path, nil)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		return runHelperInstance(ctx, d, keelsql.SQLite(d.DB()))
+	}
 	d, err := keelpgx.Open(ctx, os.Getenv("DELIVERY_HELPER_URL"), &keelpgx.Config{Schema: os.Getenv("DELIVERY_HELPER_SCHEMA")})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	return runHelperInstance(ctx, d, keelsql.Pgx(d.Pool()))
+}
+
+func runHelperInstance[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db keelsql.DB[TTx]) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	settings := testSettings("instance", os.Getenv("DELIVERY_HELPER_INSTANCE"), "window", "2",
 		"ack_timeout", "3s", "ack_inline", "300ms")
@@ -57,11 +70,15 @@ func helperInstance() error {
 			settings["delivery."+k] = v
 		}
 	}
-	m, err := New(&module.Host[pgx.Tx]{DB: keelsql.Pgx(d.Pool()), Logger: logger, Settings: settings})
+	cfg := engineConfig()
+	if db.Dialect() == "sqlite" {
+		settings = sqliteSettings(settings)
+		sqliteConfig(cfg)
+	}
+	m, err := New(&module.Host[TTx]{DB: db, Logger: logger, Settings: settings})
 	if err != nil {
 		return err
 	}
-	cfg := engineConfig()
 	cfg.Logger, cfg.LeaseDuration = logger, 2*time.Second
 	if err := m.Configure(cfg); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/modules/delivery/carrierlink"
 	"github.com/keelwork/keel/modules/delivery/cmpp"
 )
 
@@ -53,7 +54,7 @@ type Module[TTx any] struct {
 	tasks []int64
 
 	srv  *cmpp.Server
-	up   *upstream[TTx]
+	up   *carrierlink.Link
 	demo *demo[TTx]
 }
 
@@ -81,9 +82,12 @@ func New[TTx any](h *module.Host[TTx]) (*Module[TTx], error) {
 	if err := base.Register(m.collectors()...); err != nil {
 		return nil, fmt.Errorf("delivery: %w", err)
 	}
+	if err := m.offerSMS(h); err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
+	}
 	m.acks = newApplier(st, m.client.Load, log)
 	m.claims = newClaimer(st, log)
-	m.http = newHTTPPusher(set.HTTPTimeout, set.HTTPBatch, m.acks.conclude, log)
+	m.http = newHTTPPusher(set.HTTPTimeout, set.HTTPBatch, m.acks.conclude)
 	return m, nil
 }
 
@@ -147,8 +151,8 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 	}
 	m.goRun(func() { m.beatLoop(run) })
 	if m.set.UpstreamAddr != "" {
-		m.up = newUpstream(m, m.set.UpstreamAddr, m.set.UpstreamUser, m.set.UpstreamSecret)
-		m.goRun(func() { m.up.run(run) })
+		m.up = newCarrierLink(m, m.set.UpstreamAddr, m.set.UpstreamUser, m.set.UpstreamSecret)
+		m.goRun(func() { m.up.Run(run) })
 	}
 	if m.h.Demo {
 		if err := m.startDemo(run); err != nil {
@@ -177,7 +181,7 @@ func (m *Module[TTx]) Stop(ctx context.Context) error {
 		}
 	}
 	stopped := m.base.Life.Stop(ctx) // cancels the run; the helpers below see it end
-	m.http.stop()
+	m.http.Stop()
 	m.claims.stop()
 	m.acks.stop()
 	if stopped != nil {

@@ -67,7 +67,7 @@ func TestSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cust.close() })
+	t.Cleanup(func() { _ = cust.Close() })
 	var ids []int64
 	for k, a := range []*Application{ca, ha, ca, ha} {
 		id, _, err := m.createRecord(ctx, &NewRecord{Kind: KindMO, AppID: a.ID, EnterpriseID: ent,
@@ -102,7 +102,7 @@ func TestSQLite(t *testing.T) {
 		b, err := c.BatchGet(ctx, task.ID)
 		return err == nil && b.State == keeltype.BatchCompleted && b.Counts[keeltype.OutcomeSuccess] == 4
 	})
-	if got := len(cust.received()); got != 4 {
+	if got := len(cust.Received()); got != 4 {
 		t.Fatalf("the CMPP customer got %d DELIVERs, want 4 (2 pushes, 2 re-deliveries)", got)
 	}
 	if got := len(hc.received()); got != 4 {

@@ -68,3 +68,27 @@ func (s *store[TTx]) subjectPage(ctx context.Context, f *Filter, snapshot time.T
 	}
 	return out, nil
 }
+
+// countAwaitingACK is the number of records written and awaiting the
+// customer's ACK (the console's home).
+func (s *store[TTx]) countAwaitingACK(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.QueryRow(ctx, s.q.Get("HomeAwaitingACK")).Scan(&n); err != nil {
+		return 0, fmt.Errorf("delivery: counting records awaiting ACK: %w", err)
+	}
+	return n, nil
+}
+
+// oldestWaiting is when the oldest undelivered record was created; false
+// when there is none.
+func (s *store[TTx]) oldestWaiting(ctx context.Context) (time.Time, bool, error) {
+	var since time.Time
+	switch err := s.db.QueryRow(ctx, s.q.Get("HomeOldestWaiting")).Scan(&since); {
+	case err == nil:
+		return since, true, nil
+	case isNoRows(err):
+		return time.Time{}, false, nil
+	default:
+		return time.Time{}, false, fmt.Errorf("delivery: reading the oldest waiting record: %w", err)
+	}
+}

@@ -2,7 +2,7 @@ package export
 
 import (
 	"context"
-	"log/slog"
+	"database/sql"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,27 +14,35 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
-	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
-	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/auth"
-	"github.com/keelwork/keel/server/migration"
 )
 
 // TestExportConsoleInBrowser drives Chromium through Keel's real server
-// hosting the module on PostgreSQL: an operator creates an export in the
-// export centre, watches its progress bar move (half the shards are held
-// until the page has shown a partial bar), sees the verification verdict,
-// downloads the file and checks its SHA-256 and row count in the page.
+// hosting the module, on PostgreSQL and on SQLite: an operator creates an
+// export in the export centre, watches its progress bar move (half the
+// shards are held until the page has shown a partial bar), sees the
+// verification verdict, downloads the file and checks its SHA-256 and row
+// count in the page, then finds the export's audit reason in words.
 func TestExportConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	d, _ := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-		return append(migration.Lines(dialect), testLines(dialect)...)
-	}})
-	e := &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), name: "postgres"}
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		d, _ := browsertest.Postgres(t, testLines)
+		e := &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), name: "postgres"}
+		sqlDB := stdlib.OpenDBFromPool(d.Pool())
+		t.Cleanup(func() { _ = sqlDB.Close() })
+		testConsoleInBrowser(t, e, sqlDB)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		d, _ := browsertest.SQLite(t, testLines)
+		testConsoleInBrowser(t, &tenv[*sql.Tx]{drv: d, db: keelsql.SQLite(d.DB()), name: "sqlite"}, d.DB())
+	})
+}
+
+func testConsoleInBrowser[TTx any](t *testing.T, e *tenv[TTx], sqlDB *sql.DB) {
 	gate := make(chan struct{})
 	var open sync.Once
 	m := e.build(t, small(map[string]string{"export.memory_budget_mb": "24", "export.task_peak_mb": "24", "export.shard_rows": "300"}),
@@ -49,27 +57,8 @@ func TestExportConsoleInBrowser(t *testing.T) {
 	client := e.start(t, m, 5*time.Second, false)
 	seed(t, m, "web", 3000, "token:ops-li")
 
-	db := stdlib.OpenDBFromPool(d.Pool())
-	t.Cleanup(func() { _ = db.Close() })
-	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.db, client))
-	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: client, Auth: store,
-		Logger: slog.New(slog.DiscardHandler), Modules: []module.Web{m}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	token, _, err := store.CreateToken(context.Background(), "ops-li", auth.RoleOperator, "test", "browser test fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := srv.URL()
+	srv := browsertest.ServeOn(t, sqlDB, e.db, client, m)
+	token, base := srv.Token("ops-li", auth.RoleOperator), srv.Base
 	br := browsertest.New(t, 120*time.Second)
 	br.Login(base, token)
 	br.Do("open the export centre",
@@ -124,5 +113,16 @@ func TestExportConsoleInBrowser(t *testing.T) {
 	if got != want+" 3001 true" {
 		t.Fatalf("downloaded %q, the task names %q with 3001 lines and a BOM", got, want)
 	}
+	// The audit log names the module's own reason in words, Chinese
+	// first, English with the language switch; the stored text on hover.
+	br.Do("open the audit log", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.CSS("td.reason")))
+	br.MustSee("audit reason in Chinese", "body", "发起导出")
+	if title, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](`(Array.from(document.querySelectorAll("td.reason")).find(td => td.textContent === "发起导出") || {}).title || ""`)); err != nil || title != reasonRequested {
+		t.Fatalf("the reason's hover text %q (%v), want %q", title, err, reasonRequested)
+	}
+	br.Do("audit log in English", chromedp.Navigate(base+"/?lang=en"), chromedp.WaitVisible(chromedp.CSS("header nav")),
+		chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.CSS("td.reason")))
+	br.MustSee("audit reason in English", "body", "export requested")
+	br.Do("back to Chinese", chromedp.Navigate(base+"/?lang=zh"), chromedp.WaitVisible(chromedp.CSS("header nav")))
 	br.CheckConsole()
 }

@@ -94,7 +94,7 @@ func (m *Module[TTx]) CleanOrphans(ctx context.Context) (CleanReport, error) {
 				return err
 			}
 			return c.AuditRecordTx(actx, tx.Native(), keel.Audit{Action: "export.orphan_delete", Target: "object:" + obj.Key,
-				Reason: "unreferenced past the retry and manual windows", Context: map[string]any{"marked_at": marked, "size": obj.Size}})
+				Reason: reasonOrphan, Context: map[string]any{"marked_at": marked, "size": obj.Size}})
 		})
 		if err != nil {
 			return rep, err

@@ -1,11 +1,14 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -206,33 +209,120 @@ func cancelCmd(run modcli.Runner, what string) *cobra.Command {
 
 func downloadCmd(run modcli.Runner) *cobra.Command {
 	var out string
-	cmd := &cobra.Command{Use: "download ID", Short: "Download an export's file and check its SHA-256", Args: cobra.ExactArgs(1),
+	cmd := &cobra.Command{Use: "download ID", Short: "Download an export's file as it arrives, with a progress bar, and check its SHA-256", Args: cobra.ExactArgs(1),
 		RunE: verb(run, func(ctx context.Context, e *modcli.Env, args []string) error {
 			p, err := taskPath(args[0])
 			if err != nil {
 				return err
 			}
 			if out == "" {
-				return fmt.Errorf("--out is required: the file to write")
+				return fmt.Errorf("--out is required: the file to write, or - for standard output")
 			}
 			var v TaskView
 			if _, err := e.API.Call(ctx, "GET", p, nil, &v); err != nil {
 				return modcli.NotFound("export", args[0], err)
 			}
-			raw, err := e.API.Call(ctx, "GET", p+"/download", nil, nil)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(raw)
-			if got := hex.EncodeToString(sum[:]); got != v.ObjectSHA256 {
-				return fmt.Errorf("the downloaded file's SHA-256 %s is not the export's %s: not written", got, v.ObjectSHA256)
-			}
-			if err := os.WriteFile(out, raw, 0o600); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.Out, "wrote %s: %d bytes, sha256 %s (verified)\n", out, len(raw), v.ObjectSHA256)
-			return nil
+			return download(ctx, e, p+"/download", v.Task, out)
 		})}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "file to write")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "file to write, or - for standard output (the progress bar then goes to standard error)")
 	return cmd
 }
+
+// download streams the file at path to out (a file, or - for e.Out)
+// through its SHA-256, drawing a progress bar on e.Err; nothing beyond a
+// copy buffer is held. A file is written beside out and renamed into place
+// only once its digest matches the task's: a mismatch leaves no file.
+// Standard output cannot be taken back, so there a mismatch is an error
+// saying so.
+func download(ctx context.Context, e *modcli.Env, path string, t *Task, out string) error {
+	var body io.ReadCloser
+	size := int64(-1)
+	if s, ok := e.API.(modcli.Streamer); ok {
+		var err error
+		if body, size, err = s.Stream(ctx, "GET", path); err != nil {
+			return err
+		}
+	} else {
+		raw, err := e.API.Call(ctx, "GET", path, nil, nil)
+		if err != nil {
+			return err
+		}
+		body, size = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+	}
+	defer body.Close()
+	total := t.ObjectBytes
+	if size >= 0 {
+		total = size
+	}
+	bar := &progressBar{w: e.Err, total: total, shown: -1}
+	if bar.w == nil {
+		bar.w = io.Discard
+	}
+	h := sha256.New()
+	var dst io.Writer = e.Out
+	var tmp *os.File
+	if out != "-" {
+		var err error
+		if tmp, err = os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".part-*"); err != nil {
+			return fmt.Errorf("cannot write beside %s: %w", out, err)
+		}
+		defer func() {
+			if tmp != nil {
+				_ = tmp.Close()
+				_ = os.Remove(tmp.Name())
+			}
+		}()
+		dst = tmp
+	}
+	n, err := io.Copy(io.MultiWriter(dst, h, bar), body)
+	bar.end()
+	if err != nil {
+		return fmt.Errorf("the download of export %d broke off after %d bytes: %w", t.ID, n, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if sum != t.ObjectSHA256 {
+		if tmp == nil {
+			return fmt.Errorf("the %d bytes written to standard output have SHA-256 %s, not the export's %s: discard them", n, sum, t.ObjectSHA256)
+		}
+		return fmt.Errorf("the downloaded file's SHA-256 %s is not the export's %s: not written", sum, t.ObjectSHA256)
+	}
+	if tmp == nil {
+		fmt.Fprintf(bar.w, "%d bytes, sha256 %s (verified)\n", n, sum)
+		return nil
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	tmp = nil
+	fmt.Fprintf(e.Out, "wrote %s: %d bytes, sha256 %s (verified)\n", out, n, sum)
+	return nil
+}
+
+// progressBar redraws a text bar on w at every whole percent that passes
+// (a download of unknown size shows bytes instead).
+type progressBar struct {
+	w           io.Writer
+	total, done int64
+	shown       int64
+}
+
+func (p *progressBar) Write(b []byte) (int, error) {
+	p.done += int64(len(b))
+	if p.total > 0 {
+		if pct := p.done * 100 / p.total; pct != p.shown {
+			p.shown = pct
+			fmt.Fprintf(p.w, "\r%s %s / %s   ", bar(min(1, float64(p.done)/float64(p.total))), mib(p.done), mib(p.total))
+		}
+	} else if mb := p.done >> 20; mb != p.shown {
+		p.shown = mb
+		fmt.Fprintf(p.w, "\r%s   ", mib(p.done))
+	}
+	return len(b), nil
+}
+
+func (p *progressBar) end() { fmt.Fprintln(p.w) }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"errors"
 
 	"github.com/keelwork/keel"
 )
@@ -14,7 +15,11 @@ func (m *Module[TTx]) runDemo(ctx context.Context) {
 		return
 	}
 	if err := m.Generate(ctx, "demo", m.set.demoRows); err != nil {
-		m.Log.Warn("export demo data", "error", err)
+		// A stop before the data is generated is not a failure: the
+		// next start generates it (nothing was committed).
+		if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			m.Log.Warn("export demo data", "error", err)
+		}
 		return
 	}
 	// keel dev's console signs in with the dev-admin token.
@@ -24,6 +29,9 @@ func (m *Module[TTx]) runDemo(ctx context.Context) {
 	dctx := keel.WithActor(ctx, "system:demo")
 	for _, r := range []Request{{Tenant: "demo", Format: "csv", BOM: true}, {Tenant: "demo", Format: "xlsx"}} {
 		if _, err := m.Create(dctx, r); err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				return // stopping: not a failure of the demo
+			}
 			m.Log.Warn("export demo task", "error", err)
 		}
 	}

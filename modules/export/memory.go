@@ -19,6 +19,19 @@ import (
 // running ones keep their leases and finish; below it, every tenant with
 // running work, which the engine serves in weighted rotation (fairness)
 // with priority ageing.
+//
+// Rotation serves tenants, not tasks: a flood of new tenants with small
+// exports would cut an old large export's turns to one in as many tenants
+// as there are. So a share of this instance's shard starts is reserved for
+// tasks older than old_after: the starts owed to them are kept as a debt,
+// in hundredths of a start, raised by old_share at every start while such
+// a task has a shard waiting and lowered by a whole start at each start of
+// an old task's shard. When the next start would leave a whole start owed,
+// claimKeys offers only the old tasks' tenants. In any run of N starts while
+// an old task waits, at least floor(N × old_share / 100) are old tasks'.
+// The shard queue's keys carry a running-shard limit (tenant_shards), which
+// makes the engine claim them only into free worker slots, never into its
+// fetch-ahead buffer: a claim is a start, so the debt counts what it steers.
 
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
@@ -54,7 +67,38 @@ func (m *Module[TTx]) claimKeys() []string {
 	if m.paused.Swap(false) {
 		m.Log.Info("export heap below the watermark: claiming resumed", "heap", h)
 	}
+	if old := *m.oldKeys.Load(); len(old) > 0 && m.oweOld() {
+		return old
+	}
 	return *m.keys.Load()
+}
+
+// oweOld reports whether the next start is owed to an old task.
+func (m *Module[TTx]) oweOld() bool {
+	m.resMu.Lock()
+	defer m.resMu.Unlock()
+	return m.set.oldShare > 0 && m.debt+m.set.oldShare >= 100
+}
+
+// noteStart books one shard start of task t in the reserved share, then
+// reads the waiting tasks again (t's shard is no longer waiting).
+func (m *Module[TTx]) noteStart(ctx context.Context, t *Task) {
+	old := m.set.oldShare > 0 && !t.CreatedAt.After(m.Now().Add(-m.set.oldAfter))
+	m.resMu.Lock()
+	if len(*m.oldKeys.Load()) == 0 {
+		m.debt = 0 // nothing old waits: no debt is carried into a later wait
+	} else {
+		m.debt += m.set.oldShare
+		if old {
+			m.debt = max(0, m.debt-100) // a surplus is not banked either
+		}
+	}
+	m.resMu.Unlock()
+	m.count("shard_starts")
+	if old {
+		m.count("shard_starts_old")
+	}
+	m.refreshKeys(ctx)
 }
 
 // Paused reports whether the watermark currently holds claims back, and
@@ -76,6 +120,21 @@ func (m *Module[TTx]) refreshKeys(ctx context.Context) {
 		keys[i] = flowKey(t)
 	}
 	m.keys.Store(&keys)
+	old := []string{}
+	if m.set.oldShare > 0 {
+		rows, err := m.DB.Query(ctx, m.q.Get("OldWaitingTenants"), m.Now().Add(-m.set.oldAfter))
+		tenants, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (string, error) {
+			var s string
+			return s, r.Scan(&s)
+		})
+		if err != nil {
+			return
+		}
+		for _, t := range tenants {
+			old = append(old, flowKey(t))
+		}
+	}
+	m.oldKeys.Store(&old)
 }
 
 // keyLoop refreshes the tenant keys (another instance may have created a

@@ -3,6 +3,7 @@ package export
 import (
 	"archive/zip"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -99,11 +100,14 @@ func (m *Module[TTx]) workMerge(ctx context.Context, job *keel.Job[MergeArgs]) e
 		}
 	} else {
 		// An earlier attempt wrote this generation and lost its publish,
-		// or did not learn its outcome: the object is checked as if just
-		// written; matching, it is published as is (commit only).
-		sum, size = attrs.Metadata["sha256"], attrs.Size
-		if attrs.Metadata["rows"] != strconv.FormatInt(shardRows, 10) || sum == "" {
-			return m.quarantineFinal(ctx, c, t, key, "the object at the stable key names other rows or no digest")
+		// or did not learn its outcome: the object is checked against the
+		// file the parts make; matching, it is published as is (commit
+		// only).
+		if attrs.Metadata["rows"] != strconv.FormatInt(shardRows, 10) {
+			return m.quarantineFinal(ctx, c, t, key, "the object at the stable key names other rows")
+		}
+		if sum, size, err = m.expectedFinal(ctx, t, shards, chunks); err != nil {
+			return err
 		}
 	}
 	v, err := m.verify(ctx, t, key, shardRows, sum, size)
@@ -205,30 +209,13 @@ func (h *hashCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// writeFinal streams the parts, checking each chunk's and shard's digest as
-// it reads them, into the final object.
+// writeFinal streams the parts, checking each chunk's and shard's digest
+// as it reads them, straight into the final object, hashing and counting
+// the bytes on the way: the digest is known when the upload closes, and
+// recorded by the publish (the database is the authority); the object's
+// metadata names the rows. Large files go up in multipart uploads on S3
+// (5 MiB parts, one at a time, so the buffer stays bounded).
 func (m *Module[TTx]) writeFinal(ctx context.Context, t *Task, key string, shards []Shard, chunks []chunkRow, rows int64) (string, int64, error) {
-	// The digest goes into the object's metadata, which is written before
-	// the bytes: the bytes are produced once into a local temporary file
-	// under the bucket-independent temp dir, hashed, then uploaded.
-	tmp, err := os.CreateTemp("", "keel-export-*")
-	if err != nil {
-		return "", 0, err
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	hc := &hashCounter{h: sha256.New()}
-	bw := bufio.NewWriterSize(io.MultiWriter(tmp, hc), 256<<10)
-	if err := m.render(ctx, t, bw, shards, chunks); err != nil {
-		return "", 0, err
-	}
-	if err := bw.Flush(); err != nil {
-		return "", 0, err
-	}
-	sum := hex.EncodeToString(hc.h.Sum(nil))
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return "", 0, err
-	}
 	ct := "text/csv; charset=utf-8"
 	switch {
 	case t.Gzip:
@@ -238,23 +225,43 @@ func (m *Module[TTx]) writeFinal(ctx context.Context, t *Task, key string, shard
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Large files go up in multipart uploads on S3 (5 MiB parts, one at a
-	// time, so the buffer stays bounded).
 	w, err := m.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: ct, BufferSize: 5 << 20, MaxConcurrency: 1,
 		Metadata: map[string]string{"task": strconv.FormatInt(t.ID, 10), "gen": strconv.Itoa(t.MergeGen),
-			"rows": strconv.FormatInt(rows, 10), "sha256": sum, "data-version": strconv.FormatInt(t.DataVersion, 10)}})
+			"rows": strconv.FormatInt(rows, 10), "data-version": strconv.FormatInt(t.DataVersion, 10)}})
 	if err != nil {
 		return "", 0, err
 	}
-	if _, err := io.Copy(w, tmp); err != nil {
+	hc := &hashCounter{h: sha256.New()}
+	bw := bufio.NewWriterSize(io.MultiWriter(w, hc), 256<<10)
+	err = m.render(ctx, t, bw, shards, chunks)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		cancel()
 		_ = w.Close()
-		return "", 0, fmt.Errorf("export: uploading %s: %w", key, err)
+		return "", 0, fmt.Errorf("export: writing %s: %w", key, err)
 	}
 	if err := w.Close(); err != nil {
+		// Outcome unknown: the next attempt finds the key and checks it.
 		return "", 0, fmt.Errorf("export: uploading %s: %w", key, err)
 	}
-	return sum, hc.n, nil
+	return hex.EncodeToString(hc.h.Sum(nil)), hc.n, nil
+}
+
+// expectedFinal is the digest and size the final object of this
+// generation must have: the file rendered again from the parts, hashed
+// only (an earlier attempt wrote it and did not publish).
+func (m *Module[TTx]) expectedFinal(ctx context.Context, t *Task, shards []Shard, chunks []chunkRow) (string, int64, error) {
+	hc := &hashCounter{h: sha256.New()}
+	bw := bufio.NewWriterSize(hc, 256<<10)
+	if err := m.render(ctx, t, bw, shards, chunks); err != nil {
+		return "", 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(hc.h.Sum(nil)), hc.n, nil
 }
 
 // render writes the file's bytes: CSV ([BOM] header, the parts' records,
@@ -374,28 +381,31 @@ func (m *Module[TTx]) renderXLSX(ctx context.Context, t *Task, out io.Writer, sh
 }
 
 // eachPart hands each chunk's bytes to f in order, checking each chunk's
-// digest and each shard's digest as they stream.
+// digest as it streams and each shard's digest over its chunks' digests.
 func (m *Module[TTx]) eachPart(ctx context.Context, shards []Shard, chunks []chunkRow, f func(io.Reader) error) error {
 	i := 0
+	ch := sha256.New()
 	for _, s := range shards {
-		sh := sha256.New()
+		var sums []string
 		for ; i < len(chunks) && chunks[i].shard == s.No; i++ {
 			c := chunks[i]
 			rd, err := m.bucket.NewReader(ctx, c.key, nil)
 			if err != nil {
 				return fmt.Errorf("export: reading part %s: %w", c.key, err)
 			}
-			ch := sha256.New()
-			err = f(io.TeeReader(rd, io.MultiWriter(ch, sh)))
+			ch.Reset()
+			err = f(io.TeeReader(rd, ch))
 			rd.Close()
 			if err != nil {
 				return fmt.Errorf("export: merging part %s: %w", c.key, err)
 			}
-			if got := hex.EncodeToString(ch.Sum(nil)); got != c.sha256 {
+			got := hex.EncodeToString(ch.Sum(nil))
+			if got != c.sha256 {
 				return keel.JobPermanent(fmt.Errorf("export: part %s has digest %s, committed %s", c.key, got, c.sha256))
 			}
+			sums = append(sums, got)
 		}
-		if got := hex.EncodeToString(sh.Sum(nil)); got != s.SHA256 {
+		if got := digestOfDigests(sums); got != s.SHA256 {
 			return keel.JobPermanent(fmt.Errorf("export: shard %d has digest %s, committed %s", s.No, got, s.SHA256))
 		}
 	}
@@ -421,7 +431,7 @@ func (m *Module[TTx]) verify(ctx context.Context, t *Task, key string, shardRows
 	}
 	v.FileRows, v.ReadSHA256 = rows, read
 	v.OK = v.TaskRows == v.ShardRows && v.ShardRows == v.ObjectRows && v.ObjectRows == v.FileRows &&
-		v.ReadSHA256 == sum && attrs.Metadata["sha256"] == sum && attrs.Size == size
+		v.ReadSHA256 == sum && attrs.Size == size
 	return v, nil
 }
 
@@ -465,24 +475,54 @@ func (m *Module[TTx]) countFile(ctx context.Context, t *Task, key string) (int64
 	return finish(countCSV(src))
 }
 
-// CountCSV counts the data rows of a CSV export (BOM and header skipped).
+// countCSV counts the data rows of a CSV export (BOM and header skipped):
+// records end at a line feed outside quotes, the rule encoding/csv reads
+// by, counted without splitting fields (the read-back is a full pass over
+// the file, so it must not cost more than writing it did).
 func countCSV(r io.Reader) (int64, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if b, err := br.Peek(3); err == nil && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
-		_, _ = br.Discard(3)
-	}
-	cr := csv.NewReader(br)
-	cr.ReuseRecord = true
+	buf := make([]byte, 256<<10)
 	var n int64
+	quoted, pending, start := false, false, true
 	for {
-		_, err := cr.Read()
+		k, err := r.Read(buf)
+		p := buf[:k]
+		if start && len(p) > 0 {
+			p = bytes.TrimPrefix(p, []byte{0xEF, 0xBB, 0xBF})
+			start = false
+		}
+		for len(p) > 0 {
+			pending = true
+			var i int
+			if quoted {
+				i = bytes.IndexByte(p, '"')
+			} else {
+				i = bytes.IndexAny(p, "\"\n")
+			}
+			if i < 0 {
+				break
+			}
+			switch p[i] {
+			case '"':
+				// A doubled quote inside a quoted field toggles twice.
+				quoted = !quoted
+			case '\n':
+				n++
+				pending = false
+			}
+			p = p[i+1:]
+		}
 		if err == io.EOF {
+			if quoted {
+				return 0, errors.New("export: reading the file back: a quoted field is not closed")
+			}
+			if pending {
+				n++ // the last record has no line feed
+			}
 			return max(0, n-1), nil
 		}
 		if err != nil {
 			return 0, fmt.Errorf("export: reading the file back: %w", err)
 		}
-		n++
 	}
 }
 
@@ -560,7 +600,10 @@ func (m *Module[TTx]) quarantineFinal(ctx context.Context, c *keel.Client[TTx], 
 // verdict that says why.
 func (m *Module[TTx]) fail(ctx context.Context, t *Task, reason string, v Verdict) error {
 	detail, _ := json.Marshal(v)
-	_, err := m.DB.Exec(ctx, m.q.Get("TaskFail"), t.ID, reason, "mismatch", string(detail), m.Now())
+	err := m.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		_, err := tx.Exec(ctx, m.q.Get("TaskFail"), t.ID, reason, "mismatch", string(detail), m.Now())
+		return err
+	})
 	if err != nil {
 		return err
 	}

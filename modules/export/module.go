@@ -23,6 +23,7 @@ import (
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql/sqlfile"
+	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
 )
 
@@ -87,8 +88,11 @@ type Module[TTx any] struct {
 	owner  string
 
 	keys      atomic.Pointer[[]string] // flow keys of tenants with running shards
-	paused    atomic.Bool              // the heap watermark holds claims back
-	pauses    atomic.Int64             // times the watermark paused claiming
+	oldKeys   atomic.Pointer[[]string] // flow keys of tenants whose old tasks wait for a shard start
+	resMu     sync.Mutex
+	debt      int          // starts owed to old tasks, in hundredths (see claimKeys)
+	paused    atomic.Bool  // the heap watermark holds claims back
+	pauses    atomic.Int64 // times the watermark paused claiming
 	peakHeap  atomic.Uint64
 	watermark atomic.Uint64 // bytes
 
@@ -123,6 +127,7 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	}
 	m.watermark.Store(uint64(set.watermarkMB) << 20)
 	m.keys.Store(&[]string{})
+	m.oldKeys.Store(&[]string{})
 	m.bucket = o.bucket
 	if m.bucket == nil {
 		if m.bucket, err = openBucket(context.Background(), set); err != nil {
@@ -175,6 +180,11 @@ func (m *Module[TTx]) Configure(cfg *keel.Config) error {
 		cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: keel.DefaultMaxWorkers}}
 	}
 	cfg.Queues[QueueShards] = keel.QueueConfig{MaxWorkers: m.set.concurrency(), FlowKeys: m.claimKeys}
+	// A running-shard limit per tenant (across instances). Besides bounding
+	// one tenant, it makes the engine claim shards only into free worker
+	// slots, so the reserved share for old tasks steers starts, not claims
+	// that sit in a fetch-ahead buffer (see claimKeys).
+	cfg.FlowLimits = append(cfg.FlowLimits, keeltype.FlowLimit{Pattern: flowKey("*"), Queue: QueueShards, MaxRunning: m.set.tenantShards})
 	cfg.Queues[QueueMerge] = keel.QueueConfig{MaxWorkers: m.set.mergeWorkers}
 	cfg.PeriodicJobs = append(cfg.PeriodicJobs, &keel.PeriodicJob{Name: "export.orphans",
 		Schedule: keel.Every(m.set.orphanEvery),

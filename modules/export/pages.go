@@ -40,13 +40,10 @@ var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 		return v.Zh("未知", "unknown")
 	},
 	"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) },
-	"ts": func(v *module.View, t any) string {
-		switch x := t.(type) {
-		case interface{ Format(string) string }:
-			return x.Format("2006-01-02 15:04:05 UTC")
-		}
-		return "—"
-	},
+	// ts is a time outside a time column, with its zone; when is one in
+	// a column whose head names the zone (View.TimeHead).
+	"ts":   func(v *module.View, t any) string { return v.TimeZoned(t) },
+	"when": web.Time,
 }).ParseFS(templateFiles, "templates/*.html"))
 
 // Pages are the export centre.

@@ -17,6 +17,9 @@ type settings struct {
 	maxRows      int           // max_rows: largest export accepted
 	userCap      int           // user_inflight: running exports per user
 	tenantCap    int           // tenant_inflight: running exports per tenant
+	tenantShards int           // tenant_shards: shards of one tenant running at once, all instances
+	oldAfter     time.Duration // old_after: age from which a task is served from the reserved share
+	oldShare     int           // old_share: percent of this instance's shard starts reserved for old tasks
 	window       time.Duration // idempotency_window: a repeated request within it returns the task
 	storage      string        // storage: file or s3
 	dir          string        // dir: fileblob root
@@ -44,6 +47,9 @@ func readSettings(s *module.Settings) settings {
 		maxRows:      s.Int("max_rows", 20_000_000, 1, 1<<40),
 		userCap:      s.Int("user_inflight", 3, 1, 1000),
 		tenantCap:    s.Int("tenant_inflight", 10, 1, 100000),
+		tenantShards: s.Int("tenant_shards", 64, 1, 100000),
+		oldAfter:     s.Duration("old_after", 15*time.Minute, 0, 30*24*time.Hour),
+		oldShare:     s.Int("old_share", 25, 0, 100),
 		window:       s.Duration("idempotency_window", 10*time.Minute, 0, 24*time.Hour),
 		storage:      s.OneOf("storage", "file", "file", "s3"),
 		dir:          s.String("dir", ".keel/exports", nil),

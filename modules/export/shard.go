@@ -1,15 +1,11 @@
 package export
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding"
-	"encoding/csv"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"strconv"
 	"time"
@@ -34,7 +30,6 @@ type shardRun struct {
 	cursor      int64
 	rows, bytes int64
 	chunks      int
-	hash        hash.Hash
 	resumed     bool // an earlier attempt ran: its last upload's outcome is unknown
 }
 
@@ -54,7 +49,7 @@ func (m *Module[TTx]) workShard(ctx context.Context, job *keel.Job[ShardArgs]) e
 	if t.State != StateRunning {
 		return nil // cancelled, failed or past this shard: nothing to do
 	}
-	r := &shardRun{task: t, no: job.Args.Shard, fence: job.Fence, hash: sha256.New(), resumed: job.Attempt > 1}
+	r := &shardRun{task: t, no: job.Args.Shard, fence: job.Fence, resumed: job.Attempt > 1}
 	var state []byte
 	err = m.DB.QueryRow(ctx, m.q.Get("ShardAdopt"), t.ID, r.no, job.Fence, m.owner, m.Now()).
 		Scan(&r.lo, &r.hi, &r.cursor, &r.rows, &r.bytes, &r.chunks, &state)
@@ -64,11 +59,8 @@ func (m *Module[TTx]) workShard(ctx context.Context, job *keel.Job[ShardArgs]) e
 	if err != nil {
 		return fmt.Errorf("export: adopting shard %d/%d: %w", t.ID, r.no, err)
 	}
-	if len(state) > 0 {
-		if err := r.hash.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
-			return keel.JobPermanent(fmt.Errorf("export: shard %d/%d digest state: %w", t.ID, r.no, err))
-		}
-	}
+	m.noteStart(ctx, t)
+	_ = state // digest state of an earlier layout; a shard's digest is now its chunks'
 	for r.cursor < r.hi {
 		if m.hooks.BeforeChunk != nil {
 			m.hooks.BeforeChunk(ctx, t.ID, r.no, r.chunks)
@@ -83,7 +75,10 @@ func (m *Module[TTx]) workShard(ctx context.Context, job *keel.Job[ShardArgs]) e
 			return err
 		}
 	}
-	digest := hex.EncodeToString(r.hash.Sum(nil))
+	digest, err := m.shardDigest(ctx, t.ID, r.no)
+	if err != nil {
+		return err
+	}
 	// The commit decides, not this attempt's context: a stopping worker's
 	// last commit either lands under its fence or is refused by it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -146,7 +141,7 @@ func (m *Module[TTx]) chunk(ctx context.Context, r *shardRun) error {
 	}
 	ch := sha256.New()
 	var w *blob.Writer
-	sink := io.MultiWriter(ch, r.hash)
+	var sink io.Writer = ch
 	// gocloud aborts a write whose context ends before Close: cancelling
 	// wctx is how an upload that must not land is abandoned.
 	wctx, cancel := context.WithCancel(ctx)
@@ -159,7 +154,7 @@ func (m *Module[TTx]) chunk(ctx context.Context, r *shardRun) error {
 		if err != nil {
 			return fmt.Errorf("export: opening %s: %w", key, err)
 		}
-		sink = io.MultiWriter(w, ch, r.hash)
+		sink = io.MultiWriter(w, ch)
 	}
 	first, last, rows, n, err := m.streamRows(ctx, t, r.cursor, r.hi, m.set.chunkRows, sink)
 	if err == nil && w != nil && m.hooks.FailUpload != nil {
@@ -201,10 +196,6 @@ func (m *Module[TTx]) chunk(ctx context.Context, r *shardRun) error {
 		settled = fmt.Sprintf("chunk %d: found uploaded with the same digest, committed only", r.chunks)
 	}
 	r.resumed = false
-	state, err := r.hash.(encoding.BinaryMarshaler).MarshalBinary()
-	if err != nil {
-		return err
-	}
 	cursor := r.hi
 	if rows == m.set.chunkRows {
 		cursor = last // more may follow in the range
@@ -221,7 +212,7 @@ func (m *Module[TTx]) chunk(ctx context.Context, r *shardRun) error {
 	defer ccancel()
 	err = m.DB.InTx(cctx, func(tx keelsql.Tx[TTx]) error {
 		k, err := tx.Exec(cctx, m.q.Get("ChunkCommit"), t.ID, r.no, r.fence, cursor, r.rows+int64(rows), r.bytes+n,
-			r.chunks, state, m.Now())
+			r.chunks, []byte(nil), m.Now())
 		if err != nil {
 			return err
 		}
@@ -248,6 +239,30 @@ func (m *Module[TTx]) chunk(ctx context.Context, r *shardRun) error {
 	r.cursor, r.rows, r.bytes = cursor, r.rows+int64(rows), r.bytes+n
 	r.chunks++
 	return nil
+}
+
+// shardDigest is a shard's digest: SHA-256 over its committed chunks'
+// digests in order (each hex, LF-terminated). Every byte is hashed once,
+// by its chunk; the merge checks each chunk's bytes and then this list.
+func (m *Module[TTx]) shardDigest(ctx context.Context, task int64, shard int) (string, error) {
+	rows, err := m.DB.Query(ctx, m.q.Get("ChunkSums"), task, shard)
+	sums, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+	if err != nil {
+		return "", fmt.Errorf("export: reading the chunk digests of shard %d/%d: %w", task, shard, err)
+	}
+	return digestOfDigests(sums), nil
+}
+
+func digestOfDigests(sums []string) string {
+	h := sha256.New()
+	for _, s := range sums {
+		h.Write([]byte(s))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // sameObject compares the object at key with the chunk this attempt would
@@ -298,56 +313,75 @@ func (m *Module[TTx]) quarantineShard(ctx context.Context, r *shardRun, key stri
 }
 
 // streamRows writes the cut's rows of (after, hi] as CSV records to w, at
-// most limit rows, in keyset batches of batch_rows: one batch is the most
-// ever held. It returns the first and last id written, the rows and bytes.
+// most limit rows, in keyset batches of at most batch_rows rows over id
+// windows of batch_rows ids: each statement's work is bounded whatever
+// plan the database picks (a plan without statistics may otherwise read
+// the whole rest of the range for every batch). One batch is the most
+// ever held, as encoded bytes. It returns the first and last id written,
+// the rows and bytes.
 func (m *Module[TTx]) streamRows(ctx context.Context, t *Task, after, hi int64, limit int, w io.Writer) (first, last int64, rows int, n int64, err error) {
-	cw := &countWriter{w: w}
-	bw := bufio.NewWriterSize(cw, 64<<10)
-	enc := csv.NewWriter(bw)
-	rec := make([]string, len(t.Params.Columns))
+	cols := colsOf(t.Params.Columns)
+	buf := make([]byte, 0, flushBytes+4096)
+	flush := func() error {
+		k, err := w.Write(buf)
+		n += int64(k)
+		buf = buf[:0]
+		return err
+	}
+	dialect := m.DB.Dialect()
+	span := int64(m.set.batchRows)
 	last = after
-	for rows < limit {
+	pos := after // every id of (after, pos] has been read
+	var o rawOrder
+	for rows < limit && pos < hi {
 		want := min(m.set.batchRows, limit-rows)
-		got := 0
-		rs, err := m.DB.Query(ctx, m.q.Get("SourceBatch"), t.Tenant, t.DataVersion, t.Params.Status, t.Params.From, t.Params.To, last, hi, want)
-		if err != nil {
-			return 0, 0, 0, 0, fmt.Errorf("export: reading orders after %d: %w", last, err)
+		top := hi
+		if hi-pos > span {
+			top = pos + span
 		}
+		rs, err := m.DB.Query(ctx, m.q.Get("SourceBatch"), t.Tenant, t.DataVersion, t.Params.Status, t.Params.From, t.Params.To, pos, top, want)
+		if err != nil {
+			return 0, 0, 0, 0, fmt.Errorf("export: reading orders after %d: %w", pos, err)
+		}
+		src := newRawSource(rs, dialect)
+		got := 0
 		for rs.Next() {
-			var o orderRow
-			if err := rs.Scan(&o.id, &o.orderNo, &o.customer, &o.amount, &o.currency, &o.status, &o.createdAt); err != nil {
+			if err := src.next(&o); err != nil {
 				rs.Close()
-				return 0, 0, 0, 0, err
+				return 0, 0, 0, 0, fmt.Errorf("export: reading orders: %w", err)
 			}
-			o.record(t.Params.Columns, rec)
-			if err := enc.Write(rec); err != nil {
-				rs.Close()
-				return 0, 0, 0, 0, err
-			}
+			buf = appendRecord(buf, cols, &o)
 			if first == 0 {
 				first = o.id
 			}
 			last = o.id
 			got++
+			if len(buf) >= flushBytes {
+				if err := flush(); err != nil {
+					rs.Close()
+					return 0, 0, 0, 0, err
+				}
+			}
 		}
 		rs.Close()
 		if err := rs.Err(); err != nil {
 			return 0, 0, 0, 0, fmt.Errorf("export: reading orders: %w", err)
 		}
 		rows += got
-		if got < want {
-			break
+		if got == want {
+			pos = last // the window may hold more
+		} else {
+			pos = top
 		}
 	}
-	enc.Flush()
-	if err := enc.Error(); err != nil {
+	if err := flush(); err != nil {
 		return 0, 0, 0, 0, err
 	}
-	if err := bw.Flush(); err != nil {
-		return 0, 0, 0, 0, err
-	}
-	return first, last, rows, cw.n, nil
+	return first, last, rows, n, nil
 }
+
+// flushBytes is how much encoded CSV is written to the part at once.
+const flushBytes = 256 << 10
 
 type orderRow struct {
 	id        int64
@@ -378,15 +412,4 @@ func (o *orderRow) record(cols []string, rec []string) {
 			rec[i] = o.createdAt.UTC().Format(time.RFC3339)
 		}
 	}
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

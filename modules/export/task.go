@@ -293,23 +293,16 @@ func (m *Module[TTx]) Create(ctx context.Context, r Request) (*Task, error) {
 			return nil, fmt.Errorf("export: finding a recent task: %w", err)
 		}
 	}
-	var inflight int64
-	if err := m.DB.QueryRow(ctx, m.q.Get("InflightUser"), r.Tenant, user).Scan(&inflight); err != nil {
-		return nil, fmt.Errorf("export: counting in-flight exports: %w", err)
-	}
-	if inflight >= int64(m.set.userCap) {
-		return nil, module.Errorf(http.StatusTooManyRequests, CodeUserBusy, "user %s already has %d exports running (at most %d): wait for one to finish or cancel one", user, inflight, m.set.userCap)
-	}
-	if err := m.DB.QueryRow(ctx, m.q.Get("InflightTenant"), r.Tenant).Scan(&inflight); err != nil {
-		return nil, fmt.Errorf("export: counting in-flight exports: %w", err)
-	}
-	if inflight >= int64(m.set.tenantCap) {
-		return nil, module.Errorf(http.StatusTooManyRequests, CodeTenantBusy, "tenant %s already has %d exports running (at most %d)", r.Tenant, inflight, m.set.tenantCap)
-	}
 	permJSON, _ := json.Marshal(perms)
 	var taskID int64
 	var existing bool
 	err = m.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		// The in-flight caps first, as the transaction's first statement:
+		// it holds the tenant's lock row until commit, so a racing request
+		// counts after this one's task is visible (or refused).
+		if err := m.holdSlot(ctx, tx, r.Tenant, user); err != nil {
+			return err
+		}
 		// The cut: the data version committed now. Changes after it take
 		// larger versions and are invisible to this task.
 		var version, count, lo, hi int64
@@ -370,7 +363,7 @@ func (m *Module[TTx]) Create(ctx context.Context, r Request) (*Task, error) {
 			}
 		}
 		return c.AuditRecordTx(ctx, tx.Native(), keel.Audit{Action: "export.create", Target: fmt.Sprintf("export:%d", taskID),
-			Reason: "export requested", Context: map[string]any{"tenant": r.Tenant, "rows": count, "format": p.Format}})
+			Reason: reasonRequested, Context: map[string]any{"tenant": r.Tenant, "rows": count, "format": p.Format}})
 	})
 	if err != nil {
 		return nil, err
@@ -382,6 +375,33 @@ func (m *Module[TTx]) Create(ctx context.Context, r Request) (*Task, error) {
 		t.Existing = existing
 	}
 	return t, err
+}
+
+// holdSlot locks the tenant's in-flight row for the rest of tx and counts
+// the running exports of the user and of the tenant: a request over either
+// cap is refused and its transaction writes nothing. Ending a task (done,
+// failed, cancelled) frees its slot by its state alone, so nothing that
+// ends a task takes this lock: a cancel never waits for a request to end.
+func (m *Module[TTx]) holdSlot(ctx context.Context, tx keelsql.Tx[TTx], tenant, user string) error {
+	if _, err := tx.Exec(ctx, m.q.Get("CapLock"), "tenant:"+tenant); err != nil {
+		return fmt.Errorf("export: locking the in-flight count of tenant %s: %w", tenant, err)
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, m.q.Get("InflightUser"), tenant, user).Scan(&n); err != nil {
+		return fmt.Errorf("export: counting in-flight exports: %w", err)
+	}
+	if n >= int64(m.set.userCap) {
+		m.count("refused_user_inflight")
+		return module.Errorf(http.StatusTooManyRequests, CodeUserBusy, "user %s already has %d exports running in tenant %s (at most %d): wait for one to finish or cancel one", user, n, tenant, m.set.userCap)
+	}
+	if err := tx.QueryRow(ctx, m.q.Get("InflightTenant"), tenant).Scan(&n); err != nil {
+		return fmt.Errorf("export: counting in-flight exports: %w", err)
+	}
+	if n >= int64(m.set.tenantCap) {
+		m.count("refused_tenant_inflight")
+		return module.Errorf(http.StatusTooManyRequests, CodeTenantBusy, "tenant %s already has %d exports running (at most %d): wait for one to finish", tenant, n, m.set.tenantCap)
+	}
+	return nil
 }
 
 // ph is the dialect's placeholder n.
@@ -497,7 +517,17 @@ func (m *Module[TTx]) Retry(ctx context.Context, id int64, reason string) (*Task
 	if err != nil {
 		return nil, err
 	}
+	t, err := m.Task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	err = m.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		// A reopened task runs again: it takes a slot like a new one.
+		if t.State == StateFailed || t.State == StateQuarantined {
+			if err := m.holdSlot(ctx, tx, t.Tenant, t.User); err != nil {
+				return err
+			}
+		}
 		n, err := tx.Exec(ctx, m.q.Get("TaskReopen"), id, m.Now())
 		if err != nil {
 			return err

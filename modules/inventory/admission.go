@@ -22,8 +22,13 @@ type admission struct {
 
 	mu      sync.Mutex
 	samples []sample // admitted requests of the last window, oldest first
-	refused int64
-	forced  bool // an operator's switch: refuse as if over
+	// The samples' sums, kept as they come and go: every admission reads
+	// the average, and a flash sale's callers take this lock thousands of
+	// times a second (summing 4,096 samples each time held it for
+	// microseconds).
+	sumLatency, sumWait time.Duration
+	refused             int64
+	forced              bool // an operator's switch: refuse as if over
 }
 
 type sample struct {
@@ -61,16 +66,11 @@ func (a *admission) stateLocked() AdmissionState {
 	for i < len(a.samples) && a.samples[i].at.Before(cut) {
 		i++
 	}
-	a.samples = a.samples[i:]
+	a.drop(i)
 	s := AdmissionState{Forced: a.forced, LatencyMax: a.latencyBudget, PoolWaitMax: a.waitBudget,
 		Samples: len(a.samples), Refused: a.refused, RetryAfter: a.retryAfter}
 	if n := len(a.samples); n > 0 {
-		var l, w time.Duration
-		for _, x := range a.samples {
-			l += x.latency
-			w += x.wait
-		}
-		s.Latency, s.PoolWait = l/time.Duration(n), w/time.Duration(n)
+		s.Latency, s.PoolWait = a.sumLatency/time.Duration(n), a.sumWait/time.Duration(n)
 	}
 	s.Over = a.forced || s.Latency > a.latencyBudget || s.PoolWait > a.waitBudget
 	return s
@@ -92,9 +92,10 @@ func (a *admission) admit() error {
 
 // measure is one admitted request's timing; act fills in the pool wait.
 type measure struct {
-	start time.Time
-	wait  time.Duration
-	seen  bool
+	start     time.Time
+	slotAsked time.Time
+	wait      time.Duration
+	seen      bool
 }
 
 type measureKey struct{}
@@ -106,20 +107,59 @@ func (a *admission) begin(ctx context.Context) (context.Context, func()) {
 	return context.WithValue(ctx, measureKey{}, m), func() { a.record(a.now().Sub(m.start), m.wait) }
 }
 
-// waited records, once per request, how long it waited for a transaction.
+// waited records, once per request, how long it waited for a transaction:
+// from asking for a reservation slot (see reserveSlot), if it had to, or
+// else from asking the pool.
 func waited(ctx context.Context, asked time.Time, now time.Time) {
 	if m, ok := ctx.Value(measureKey{}).(*measure); ok && !m.seen {
+		if !m.slotAsked.IsZero() && m.slotAsked.Before(asked) {
+			asked = m.slotAsked
+		}
 		m.wait, m.seen = now.Sub(asked), true
 	}
+}
+
+// slotAsked notes when a request began waiting for a reservation slot.
+func slotAsked(ctx context.Context, at time.Time) {
+	if m, ok := ctx.Value(measureKey{}).(*measure); ok && m.slotAsked.IsZero() {
+		m.slotAsked = at
+	}
+}
+
+// refuse counts a reservation refused for want of a slot (see
+// reserveSlot): the same 429 as over the watermark, nothing written.
+func (a *admission) refuse() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refused++
+	return &busyError{retryAfter: a.retryAfter, state: a.stateLocked()}
 }
 
 func (a *admission) record(latency, wait time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.samples = append(a.samples, sample{at: a.now(), latency: latency, wait: wait})
+	a.sumLatency += latency
+	a.sumWait += wait
 	if len(a.samples) > 4096 {
-		a.samples = a.samples[len(a.samples)-4096:]
+		a.drop(len(a.samples) - 4096)
 	}
+}
+
+// drop forgets the n oldest samples.
+func (a *admission) drop(n int) {
+	if n == 0 {
+		return
+	}
+	for _, x := range a.samples[:n] {
+		a.sumLatency -= x.latency
+		a.sumWait -= x.wait
+	}
+	if n == len(a.samples) {
+		a.samples = a.samples[:0] // reuse the array
+		return
+	}
+	a.samples = a.samples[n:]
 }
 
 func (a *admission) force(on bool) {

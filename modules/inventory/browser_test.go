@@ -3,22 +3,17 @@ package inventory
 import (
 	"context"
 	"fmt"
-	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keelwork/keel/internal/browsertest"
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
-	"github.com/keelwork/keel/module"
-	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/auth"
-	"github.com/keelwork/keel/server/migration"
 )
 
 // TestInventoryBrowser drives Chromium through Keel's real server: the
@@ -27,9 +22,7 @@ import (
 // over the threshold, the requester's own approval refused in words, and
 // a second operator's approval booking it.
 func TestInventoryBrowser(t *testing.T) {
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-		return append(migration.Lines(dialect), testLines(dialect)...)
-	}})
+	d, schema := browsertest.Postgres(t, testLines)
 	e := &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema), driver: "postgres"}
 	ctx := context.Background()
 	m := e.build(t, map[string]string{"inventory.approval_minor": "1000"})
@@ -46,31 +39,8 @@ func TestInventoryBrowser(t *testing.T) {
 	if err != nil || late.ConflictID == 0 {
 		t.Fatalf("late confirm: %+v %v", late, err)
 	}
-	db := stdlib.OpenDBFromPool(d.Pool())
-	t.Cleanup(func() { _ = db.Close() })
-	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.db, e.client))
-	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: e.client, Auth: store,
-		Logger: slog.New(slog.DiscardHandler), Modules: []module.Web{m}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(c)
-	})
-	alice, _, err := store.CreateToken(ctx, "alice", auth.RoleOperator, "test", "browser fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, _, err := store.CreateToken(ctx, "bob", auth.RoleOperator, "test", "browser fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := srv.URL()
+	srv := browsertest.Serve(t, d.Pool(), e.db, e.client, m)
+	alice, bob, base := srv.Token("alice", auth.RoleOperator), srv.Token("bob", auth.RoleOperator), srv.Base
 	br := browsertest.New(t, 90*time.Second)
 	br.Login(base, alice)
 	br.Do("stock", chromedp.Navigate(base+"/inventory"), chromedp.WaitVisible(chromedp.CSS(`tr[data-stock="WH1/SKU1"]`)))
@@ -80,6 +50,17 @@ func TestInventoryBrowser(t *testing.T) {
 	br.Do("reservation detail", chromedp.Navigate(base+"/inventory/reservations"),
 		chromedp.Click(chromedp.CSS(`a[href="`+rpath+`"]`)), chromedp.WaitVisible(chromedp.CSS("dd.state")))
 	br.MustSee("reservation detail", "main", "已释放", "状态历史", "库存流水", "释放后到达的出库确认")
+	// The history and the ledger say the module's texts in words, the
+	// stored text only in the hover title, in both languages.
+	br.MustSee("reasons in words", "main", "订单行 WEB-1", "库存版本 ", "取消：cancel")
+	if text := br.Text("reasons", "main"); strings.Contains(text, "order line") || strings.Contains(text, "stock version") {
+		t.Errorf("the reservation page shows the stored English texts:\n%s", text)
+	}
+	br.Do("reservation in English", chromedp.Navigate(base+"/?lang=en"), chromedp.WaitVisible(chromedp.CSS("header nav")),
+		chromedp.Navigate(base+rpath), chromedp.WaitVisible(chromedp.CSS("dd.state")), br.Shot("inventory-reservation-en"))
+	br.MustSee("reasons in English", "main", "order line WEB-1", "stock version ", "cancelled: cancel")
+	br.Do("back to Chinese", chromedp.Navigate(base+"/?lang=zh"), chromedp.WaitVisible(chromedp.CSS("header nav")),
+		chromedp.Navigate(base+rpath), chromedp.WaitVisible(chromedp.CSS("dd.state")))
 	cpath := fmt.Sprintf("/inventory/conflicts/%d", late.ConflictID)
 	br.Do("conflict", chromedp.Click(chromedp.CSS(`a[href="`+cpath+`"]`)), chromedp.WaitVisible(chromedp.CSS("#resolve")))
 	br.MustSee("conflict", "main", "证据", "SHIP-1", "待处理")

@@ -151,7 +151,18 @@ func (c *coalescer[TTx]) run(batch []*coRequest) (again []*coRequest) {
 	outs := make([]coResult, len(batch))
 	var retry []int
 	asked := time.Now()
-	err := m.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+	// A batch's requests were admitted: it waits for its slot as long as
+	// it takes (the lanes are fewer than the slots unless configured
+	// otherwise), and the wait is their pool wait.
+	slot, err := m.reserveSlot(ctx, -1)
+	if err != nil {
+		for _, r := range batch {
+			r.done <- coResult{err: err}
+		}
+		return nil
+	}
+	defer slot()
+	err = m.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
 		held := time.Now()
 		for _, r := range batch {
 			waited(r.ctx, asked, held)

@@ -143,8 +143,8 @@ func conflictsCmd(run modcli.Runner) *cobra.Command {
 }
 
 func admissionCmd(run modcli.Runner) *cobra.Command {
-	var busy string
-	cmd := &cobra.Command{Use: "admission", Short: "The admission watermark; --busy on|off switches it by hand (audited)", Args: cobra.NoArgs,
+	var busy, reason string
+	cmd := &cobra.Command{Use: "admission", Short: "The admission watermark; --busy on|off --reason R switches it by hand (audited)", Args: cobra.NoArgs,
 		RunE: verb(run, func(ctx context.Context, e *modcli.Env, _ []string) error {
 			var raw []byte
 			var err error
@@ -155,7 +155,9 @@ func admissionCmd(run modcli.Runner) *cobra.Command {
 			case "":
 				raw, err = e.API.Call(ctx, "GET", apiRoot+"/admission", nil, &st)
 			case "on", "off":
-				raw, err = e.API.Call(ctx, "POST", apiRoot+"/admission", map[string]bool{"busy": busy == "on"}, &st.Admission)
+				// The switch is audited with its reason; the server checks
+				// the reason by the one text rule and says what is wrong.
+				raw, err = e.API.Call(ctx, "POST", apiRoot+"/admission", map[string]any{"busy": busy == "on", "reason": reason}, &st.Admission)
 			default:
 				return fmt.Errorf("--busy must be on or off, got %q", busy)
 			}
@@ -172,5 +174,6 @@ func admissionCmd(run modcli.Runner) *cobra.Command {
 			return nil
 		})}
 	cmd.Flags().StringVar(&busy, "busy", "", "on or off")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the switch is thrown (audited; at least 5 visible characters)")
 	return cmd
 }

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,56 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keelwork/keel/module/modcli"
+	"github.com/keelwork/keel/module/moduletest"
 )
-
-// httpCaller is modcli.Caller over HTTP to the module's routes, counting
-// what it sends.
-type httpCaller struct {
-	base string
-	sent int
-}
-
-type problemErr struct{ code, detail string }
-
-func (p *problemErr) Error() string       { return p.code + ": " + p.detail }
-func (p *problemErr) ProblemCode() string { return p.code }
-
-func (c *httpCaller) Call(ctx context.Context, method, path string, in, out any) ([]byte, error) {
-	c.sent++
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return nil, err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return nil, err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 400 {
-		var p struct{ Code, Detail string }
-		_ = json.Unmarshal(raw, &p)
-		return raw, &problemErr{code: p.Code, detail: p.Detail}
-	}
-	if out != nil {
-		return raw, json.Unmarshal(raw, out)
-	}
-	return raw, nil
-}
 
 // TestInventoryCommands runs the module's `keel inventory` verbs against
 // its API: stock, a reservation with its history and ledger, conflicts and
@@ -83,7 +34,7 @@ func testCommands[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatal(err)
 	}
 	srv := serveAPI(t, m, "ops")
-	caller := &httpCaller{base: srv.URL}
+	caller := &moduletest.HTTPCaller{Base: srv.URL}
 	run := func(args ...string) (string, error) {
 		var out, hints bytes.Buffer
 		runner := func(cmd *cobra.Command, work func(ctx context.Context, e *modcli.Env) error) error {
@@ -120,16 +71,22 @@ func testCommands[TTx any](t *testing.T, e *tenv[TTx]) {
 	if out, err = run("inventory", "conflicts"); err != nil || !strings.Contains(out, "KIND") {
 		t.Fatalf("conflicts: %v\n%s", err, out)
 	}
-	if out, err = run("inventory", "admission", "--busy", "on"); err != nil || !strings.Contains(out, "BUSY") {
+	if _, err = run("inventory", "admission", "--busy", "on"); err == nil || !strings.Contains(err.Error(), "reason") {
+		t.Fatalf("admission --busy on without a reason: %v", err)
+	}
+	if m.Admission().Over {
+		t.Fatal("admission --busy on without a reason switched the watermark")
+	}
+	if out, err = run("inventory", "admission", "--busy", "on", "--reason", "大促峰值，手动限流"); err != nil || !strings.Contains(out, "BUSY") {
 		t.Fatalf("admission --busy on: %v\n%s", err, out)
 	}
 	if !m.Admission().Over {
 		t.Fatal("admission --busy on did not switch the watermark")
 	}
-	if out, err = run("inventory", "admission", "--busy", "off"); err != nil || !strings.Contains(out, "accepting") {
+	if out, err = run("inventory", "admission", "--busy", "off", "--reason", "峰值已过，恢复受理"); err != nil || !strings.Contains(out, "accepting") {
 		t.Fatalf("admission --busy off: %v\n%s", err, out)
 	}
-	sent := caller.sent
+	sent := caller.Sent()
 	for _, args := range [][]string{
 		{"inventory", "reservation", "abc"},
 		{"inventory", "reservation", "0"},
@@ -142,7 +99,7 @@ func testCommands[TTx any](t *testing.T, e *tenv[TTx]) {
 			t.Errorf("%s: no error", strings.Join(args, " "))
 		}
 	}
-	if caller.sent != sent {
-		t.Fatalf("bad input sent %d requests", caller.sent-sent)
+	if caller.Sent() != sent {
+		t.Fatalf("bad input sent %d requests", caller.Sent()-sent)
 	}
 }

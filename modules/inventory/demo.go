@@ -32,22 +32,35 @@ type demo struct {
 	n      int
 }
 
-// startDemo starts the order service and warehouse simulators, points the
-// module at them (unless settings name real ones), seeds the catalogue
-// and stock (idempotent receipts), and runs the flash sale loop.
-func (m *Module[TTx]) startDemo(ctx context.Context) error {
+// openDemo starts the order service and warehouse simulators and points
+// the module at them (unless settings name real ones). It runs when the
+// module is built, before the host starts anything: the leader's first
+// reconciliation runs right after the engine starts, and a shipments run
+// with no warehouse yet would fail at every `keel dev` start.
+func (m *Module[TTx]) openDemo() error {
 	orders, err := sim.NewOrderService()
 	if err != nil {
 		return fmt.Errorf("inventory demo: %w", err)
 	}
 	wh, err := sim.NewWarehouse()
 	if err != nil {
-		_ = orders.Close(ctx)
+		_ = orders.Close(context.Background())
 		return fmt.Errorf("inventory demo: %w", err)
 	}
 	m.demo = &demo{orders: orders, wh: wh}
 	if m.set.OrderURL == "" && m.set.WarehouseURL == "" {
 		m.SetOutside(orders.URL(), wh.URL())
+	}
+	return nil
+}
+
+// startDemo seeds the catalogue and stock (idempotent receipts) and runs
+// the flash sale loop on the simulators openDemo started.
+func (m *Module[TTx]) startDemo(ctx context.Context) error {
+	if m.demo == nil {
+		if err := m.openDemo(); err != nil {
+			return err
+		}
 	}
 	for _, w := range demoWarehouses {
 		if err := m.PutWarehouse(ctx, w); err != nil {

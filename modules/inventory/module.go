@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/keelwork/keel/module/web"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -40,7 +41,10 @@ type Module[TTx any] struct {
 	recon *keelrecon.Recon[TTx]
 	adm   *admission
 	co    *coalescer[TTx]
-	opt   options
+	// gate holds a token per reservation transaction in flight (see
+	// Settings.ReservationConns and reserveSlot).
+	gate chan struct{}
+	opt  options
 
 	order, warehouse *http.Client
 
@@ -120,12 +124,18 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	}
 	m.urls = [2]string{set.OrderURL, set.WarehouseURL}
 	m.adm = newAdmission(set, time.Now)
+	m.gate = make(chan struct{}, set.ReservationConns)
 	if set.Coalesce {
 		m.co = newCoalescer(m, set.CoalesceMax, set.lanes(h.DB.Dialect()))
 	}
 	if o.consumers {
 		if err := m.registerConsumers(); err != nil {
 			return nil, fmt.Errorf("inventory: %w", err)
+		}
+	}
+	if m.Demo {
+		if err := m.openDemo(); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil
@@ -175,6 +185,10 @@ func (m *Module[TTx]) ForceBusy(on bool) { m.adm.force(on) }
 
 // SetBusy is ForceBusy as an operator's audited action.
 func (m *Module[TTx]) SetBusy(ctx context.Context, on bool, reason string) error {
+	reason, err := web.Reason(reason, true)
+	if err != nil {
+		return err
+	}
 	c, err := m.Client()
 	if err != nil {
 		return err

@@ -24,6 +24,8 @@ import (
 var templateFiles embed.FS
 
 var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
+	"when":   web.Time,
+	"reason": func(v *module.View, s string) string { return web.ReasonWord(v.Lang, Name, s, nil) },
 	"word": func(v *module.View, s string) string {
 		if w, ok := domain.Words[s]; ok {
 			return v.Zh(w[0], w[1])

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/modules/inventory/domain"
@@ -49,8 +50,45 @@ func (m *Module[TTx]) Reserve(ctx context.Context, req ReserveRequest) (Result, 
 	return m.reservePlain(ctx, req)
 }
 
+// reserveSlot takes one of the Settings.ReservationConns slots for a
+// reservation transaction, waiting at most PoolWaitBudget (wait < 0: as
+// long as ctx lives); done gives it back. Without it a flood of
+// reservations (each holding a pool connection while it waits for a
+// hot row's lock) took every connection, and confirmations and releases
+// queued behind them for the pool: they are the share the watermark
+// keeps, so reservations never hold more than their slots. Time spent
+// waiting here counts as pool wait for the watermark.
+func (m *Module[TTx]) reserveSlot(ctx context.Context, wait time.Duration) (done func(), err error) {
+	done = func() { <-m.gate }
+	select {
+	case m.gate <- struct{}{}:
+		return done, nil
+	default:
+	}
+	slotAsked(ctx, time.Now())
+	var timeout <-chan time.Time
+	if wait >= 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case m.gate <- struct{}{}:
+		return done, nil
+	case <-timeout:
+		return nil, m.adm.refuse()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // reservePlain is the row-lock path: one conditional UPDATE per request.
 func (m *Module[TTx]) reservePlain(ctx context.Context, req ReserveRequest) (Result, error) {
+	done, err := m.reserveSlot(ctx, m.adm.waitBudget)
+	if err != nil {
+		return Result{}, err
+	}
+	defer done()
 	return m.act(ctx, reserveKey(req.OrderLine), req.params(), func(tx keelsql.Tx[TTx]) (Result, error) {
 		st, ok, err := m.st.Move(ctx, tx, "StockReserve", req.Warehouse, req.SKU, req.Qty, m.now())
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/keelwork/keel/module/web"
 	"strconv"
 	"time"
 
@@ -197,7 +198,11 @@ func (m *Module[TTx]) PutWarehouse(ctx context.Context, w Warehouse) error {
 	if err := domain.CheckID("warehouse", w.ID); err != nil {
 		return err
 	}
-	_, err := m.st.Exec(ctx, m.db, "WarehouseUpsert", w.ID, w.NameZh, w.NameEn, m.now())
+	var err error
+	if w.NameZh, w.NameEn, err = checkNames(w.NameZh, w.NameEn); err != nil {
+		return err
+	}
+	_, err = m.st.Exec(ctx, m.db, "WarehouseUpsert", w.ID, w.NameZh, w.NameEn, m.now())
 	return err
 }
 
@@ -209,7 +214,11 @@ func (m *Module[TTx]) PutSKU(ctx context.Context, s SKU) error {
 	if s.UnitValueMinor < 0 || len(s.Currency) != 3 {
 		return fmt.Errorf("%w: a SKU needs a non-negative unit value and a 3-letter currency", errInvalid)
 	}
-	_, err := m.st.Exec(ctx, m.db, "SkuUpsert", s.ID, s.NameZh, s.NameEn, s.UnitValueMinor, s.Currency, m.now())
+	var err error
+	if s.NameZh, s.NameEn, err = checkNames(s.NameZh, s.NameEn); err != nil {
+		return err
+	}
+	_, err = m.st.Exec(ctx, m.db, "SkuUpsert", s.ID, s.NameZh, s.NameEn, s.UnitValueMinor, s.Currency, m.now())
 	return err
 }
 
@@ -255,4 +264,16 @@ func (m *Module[TTx]) knownPair(ctx context.Context, q keelsql.Querier, wh, sku 
 		return fmt.Errorf("%w %q", ErrUnknownSKU, sku)
 	}
 	return err
+}
+
+// checkNames applies the one text rule to a display name pair: valid
+// UTF-8, no control characters, at most web.MaxNameRunes each; the
+// Chinese name is required, the English one may be empty.
+func checkNames(zh, en string) (string, string, error) {
+	zh, err := web.Name("name_zh", zh, 0)
+	if err != nil {
+		return "", "", err
+	}
+	en, err = web.OptionalText("name_en", en, web.MaxNameRunes)
+	return zh, en, err
 }

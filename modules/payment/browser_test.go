@@ -2,26 +2,21 @@ package payment
 
 import (
 	"context"
-	"log/slog"
+	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keelwork/keel/internal/browsertest"
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelevents/eventsweb"
-	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/keelsql"
-	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/payment/channel"
-	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/auth"
-	"github.com/keelwork/keel/server/migration"
 )
 
 // TestPaymentBrowser drives Chromium through Keel's real server: a paid
@@ -29,11 +24,27 @@ import (
 // refund from its form confirmed by the channel, then the discrepancy of
 // money taken for a closed order: requested by one operator, approved and
 // executed by another on the reconciliation pages.
+// It runs once per dialect, the two at the same time.
 func TestPaymentBrowser(t *testing.T) {
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-		return append(migration.Lines(dialect), testLines(dialect)...)
-	}})
-	e := &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema)}
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		d, schema := browsertest.Postgres(t, testLines)
+		e := &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema)}
+		testPaymentBrowser(t, e, func(ew *eventsweb.Web[pgx.Tx]) *browsertest.Served {
+			return browsertest.Serve(t, d.Pool(), e.db, e.client, e.m, ew)
+		})
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		d, path := browsertest.SQLite(t, testLines)
+		e := &tenv[*sql.Tx]{name: "sqlite", drv: d, db: keelsql.SQLite(d.DB()), dsn: path}
+		testPaymentBrowser(t, e, func(ew *eventsweb.Web[*sql.Tx]) *browsertest.Served {
+			return browsertest.ServeOn(t, d.DB(), e.db, e.client, e.m, ew)
+		})
+	})
+}
+
+func testPaymentBrowser[TTx any](t *testing.T, e *tenv[TTx], serve func(*eventsweb.Web[TTx]) *browsertest.Served) {
 	e.start(t, startOpts{noSweep: true, settings: map[string]string{"payment.pay_timeout": "1m"}})
 	ctx := context.Background()
 	const paid, late = "WEB0000001", "WEB0000002"
@@ -55,35 +66,12 @@ func TestPaymentBrowser(t *testing.T) {
 	if dd == nil {
 		t.Fatal("no discrepancy")
 	}
-	ew, err := eventsweb.New(&eventsweb.Config[pgx.Tx]{Recon: e.recon, Events: e.ev})
+	ew, err := eventsweb.New(&eventsweb.Config[TTx]{Recon: e.recon, Events: e.ev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := stdlib.OpenDBFromPool(d.Pool())
-	t.Cleanup(func() { _ = db.Close() })
-	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.db, e.client))
-	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: e.client, Auth: store,
-		Logger: slog.New(slog.DiscardHandler), Modules: []module.Web{e.m, ew}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(c)
-	})
-	alice, _, err := store.CreateToken(ctx, "alice", auth.RoleOperator, "test", "browser fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, _, err := store.CreateToken(ctx, "bob", auth.RoleOperator, "test", "browser fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := srv.URL()
+	srv := serve(ew)
+	alice, bob, base := srv.Token("alice", auth.RoleOperator), srv.Token("bob", auth.RoleOperator), srv.Base
 	br := browsertest.New(t, 120*time.Second)
 	br.Login(base, alice)
 	br.Do("payments", chromedp.Navigate(base+"/payments"), chromedp.WaitVisible(chromedp.CSS("#payments")))

@@ -81,6 +81,7 @@ type startOpts struct {
 	approve  map[string]int64
 	sim      paysim.Options
 	noSweep  bool
+	noRelay  bool        // no relay in this process: emitted events stay in the outbox
 	existing *paysim.Sim // a simulator already running (its callbacks then go nowhere)
 	demo     bool        // keel dev: the module runs its own simulator and demo data
 }
@@ -94,7 +95,8 @@ func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bus.Close() })
-	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour, Logger: moduletest.Quiet()})
+	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour,
+		Logger: moduletest.Quiet(), DisableRelay: o.noRelay})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -101,8 +102,19 @@ func (m *Module[TTx]) serveCallback(w http.ResponseWriter, r *http.Request) {
 		fail(body, f)
 		return
 	}
+	if n.Event == channel.EventRefund && n.AmountMinor == 0 {
+		q, err := m.confirmRefund(ctx, mc, n)
+		if err != nil {
+			// Nothing settles on a total: the channel notifies again, and
+			// the refund's own query schedule goes on meanwhile.
+			m.Log.Warn("payment refund notice not confirmed by the refund query", "channel", kind, "refund", n.OutRefundNo, "err", err)
+			v.Fail(w, http.StatusServiceUnavailable, "refund not confirmed yet")
+			return
+		}
+		n = q
+	}
 	ev := evidence{source: "callback", digest: digest(body), body: desensitise(body), at: m.Now()}
-	outcome, detail, err := m.apply(ctx, n, ev)
+	outcome, detail, err := m.applyFast(ctx, n, ev)
 	switch {
 	case isProblem(err, ErrNoPayment) || isProblem(err, ErrNoRefund):
 		fail(body, refusal{http.StatusNotFound, "unknown_order", err.Error()})
@@ -149,12 +161,45 @@ func (m *Module[TTx]) checkNotice(mc *Merchant, n *channel.Notice) (refusal, boo
 		return bad("malformed", "refund number is not one we issue")
 	case n.Event != channel.EventPayment && n.Event != channel.EventRefund:
 		return bad("malformed", "unknown event")
-	case n.AmountMinor <= 0 || n.AmountMinor > maxAmount:
+	case n.AmountMinor < 0 || n.AmountMinor > maxAmount || (n.AmountMinor == 0 && n.Event != channel.EventRefund):
+		// A refund notice may state no amount of its own (Alipay's carries
+		// the trade's cumulative refund): confirmRefund asks the channel.
 		return bad("amount", "amount out of range")
 	case !currencyRE.MatchString(n.Currency):
 		return bad("currency", "currency is not an ISO 4217 code")
 	}
 	return refusal{}, false
+}
+
+// confirmRefund completes a verified refund notice that states no amount of
+// its own with the channel's refund query under the same refund number:
+// the refund settles only on the amount, currency and state the channel
+// reports for that refund, never on the trade's cumulative total.
+func (m *Module[TTx]) confirmRefund(ctx context.Context, mc *Merchant, n *channel.Notice) (*channel.Notice, error) {
+	if mc.Channel.Client == nil {
+		return nil, errors.New("no channel client to query the refund with")
+	}
+	q, err := mc.Channel.Client.QueryRefund(ctx, n.OutTradeNo, n.OutRefundNo)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case q.OutRefundNo != n.OutRefundNo || q.OutTradeNo != n.OutTradeNo:
+		return nil, fmt.Errorf("the query answered for refund %s of %s", q.OutRefundNo, q.OutTradeNo)
+	case q.State != channel.StateRefunded:
+		return nil, fmt.Errorf("the channel reports the refund %s", q.State)
+	case !validAmount(q.AmountMinor) || !currencyRE.MatchString(q.Currency):
+		return nil, fmt.Errorf("the query reports %d %s", q.AmountMinor, q.Currency)
+	}
+	c := *n
+	c.AmountMinor, c.Currency, c.State = q.AmountMinor, q.Currency, q.State
+	if q.RefundID != "" {
+		c.RefundID = q.RefundID
+	}
+	if !q.At.IsZero() {
+		c.At = q.At
+	}
+	return &c, nil
 }
 
 // apply applies a verified notice in one transaction and, for a

@@ -1,10 +1,12 @@
 package payment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,11 +73,14 @@ var ensured sync.Map // "dialect/db account/currency" → true; AccountEnsure is
 // payment's capture.
 func (m *Module[TTx]) registerConsumers() error {
 	if err := m.ev.Consume(keelevents.Consumer[TTx]{Name: ConsumerLedger, Topics: []string{"payment.>"}, Ordered: true,
-		Handle: m.handleLedger}); err != nil {
+		HandleBatch: m.handleLedgerBatch, Batch: ledgerBatch}); err != nil {
 		return err
 	}
+	// Marking an order paid is one conditional update: the inbox's group
+	// commit shares a transaction (and its inbox statement) among the
+	// events that arrive together.
 	return m.ev.Consume(keelevents.Consumer[TTx]{Name: ConsumerOrders, Topics: []string{TopicPaid}, Ordered: true,
-		Handle: m.handleOrder})
+		Handle: m.handleOrder, Batch: ledgerBatch})
 }
 
 // handleOrder marks the business order paid: conditional, so the same
@@ -87,6 +92,115 @@ func (m *Module[TTx]) handleOrder(ctx context.Context, tx keelsql.Tx[TTx], d *ke
 	}
 	_, err := tx.Exec(ctx, m.q.Get("OrderMarkPaid"), ev.OrderID, ev.PaymentNo, d.ID, m.Now())
 	return err
+}
+
+// ledgerBatch bounds the events one ledger transaction books.
+const ledgerBatch = 200
+
+// handleLedgerBatch books the entries of several events in one
+// transaction (the inbox's batch): on PostgreSQL the journal rows and
+// lines of every entry that reverses nothing in one statement, the others
+// one by one, then each balance once by the batch's net change, so the
+// balance rows every entry touches are locked once per batch, not twice
+// per event. If anything fails, the inbox retries each event alone, where
+// an overdraft or a reused key is that event's own.
+func (m *Module[TTx]) handleLedgerBatch(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
+	mv := moves{}
+	var plain []*Entry
+	for _, d := range ds {
+		e, err := ledgerEntry(d)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			continue
+		}
+		if e.Reverses == 0 && m.db.Dialect() == "postgres" {
+			plain = append(plain, e)
+			continue
+		}
+		// A reversal looks up the entry it reverses, which may be among
+		// those gathered before it: they are booked first, so the batch
+		// books in delivery order. SQLite books entry by entry.
+		if err := m.bookMany(ctx, tx, plain, mv); err != nil {
+			return err
+		}
+		plain = plain[:0]
+		if _, err := m.book(ctx, tx, e, mv); err != nil {
+			return err
+		}
+	}
+	if err := m.bookMany(ctx, tx, plain, mv); err != nil {
+		return err
+	}
+	return m.applyMoves(ctx, tx, mv)
+}
+
+// bookMany books entries that reverse nothing in one statement (their
+// journal rows and lines, PostgreSQL) and adds the balance changes of
+// those booked to mv. An entry whose key was booked already books nothing;
+// booked with another amount, it is an error, as in book. Two entries of
+// one key in a batch (the same event twice) book once.
+func (m *Module[TTx]) bookMany(ctx context.Context, tx keelsql.Tx[TTx], es []*Entry, mv moves) error {
+	if len(es) == 0 {
+		return nil
+	}
+	byKey := make(map[string]*Entry, len(es))
+	var uniq []*Entry
+	for _, e := range es {
+		if o, dup := byKey[e.Key]; dup {
+			if o.Amount != e.Amount || o.Currency != e.Currency {
+				return fmt.Errorf("ledger: entry %s twice in a batch with %d %s and %d %s", e.Key, o.Amount, o.Currency, e.Amount, e.Currency)
+			}
+			continue
+		}
+		byKey[e.Key] = e
+		uniq = append(uniq, e)
+	}
+	k := len(uniq)
+	keys, subjects, actions, pays, refunds := make([]string, k), make([]string, k), make([]string, k), make([]string, k), make([]string, k)
+	events, currencies, debits, credits := make([]string, k), make([]string, k), make([]string, k), make([]string, k)
+	amounts := make([]int64, k)
+	for i, e := range uniq {
+		keys[i], subjects[i], actions[i], pays[i], refunds[i] = e.Key, e.Subject, e.Action, e.PaymentNo, e.RefundNo
+		events[i], currencies[i], debits[i], credits[i], amounts[i] = e.EventID, e.Currency, e.Debit, e.Credit, e.Amount
+	}
+	rows, err := tx.Query(ctx, m.q.Get("JournalInsertMany"), keelsql.ArrayOf(keys), keelsql.ArrayOf(subjects),
+		keelsql.ArrayOf(actions), keelsql.ArrayOf(pays), keelsql.ArrayOf(refunds), keelsql.ArrayOf(events),
+		keelsql.ArrayOf(amounts), keelsql.ArrayOf(currencies), keelsql.ArrayOf(debits), keelsql.ArrayOf(credits), m.Now())
+	booked, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (string, error) {
+		var key string
+		return key, r.Scan(&key)
+	})
+	if err != nil {
+		return fmt.Errorf("booking %d entries: %w", k, err)
+	}
+	done := make(map[string]bool, len(booked))
+	for _, key := range booked {
+		e := byKey[key]
+		done[key] = true
+		if err := mv.add(e.Debit, e.Currency, true, e.Amount); err != nil {
+			return err
+		}
+		if err := mv.add(e.Credit, e.Currency, false, e.Amount); err != nil {
+			return err
+		}
+		m.met.ledger.WithLabelValues(e.Action).Inc()
+	}
+	for _, e := range uniq {
+		if done[e.Key] {
+			continue
+		}
+		var id, amt int64
+		var cur string
+		if err := tx.QueryRow(ctx, m.q.Get("JournalByKey"), e.Key).Scan(&id, &amt, &cur); err != nil {
+			return fmt.Errorf("reading entry %s: %w", e.Key, err)
+		}
+		if amt != e.Amount || cur != e.Currency {
+			return fmt.Errorf("ledger: entry %s is booked with %d %s, the event says %d %s", e.Key, amt, cur, e.Amount, e.Currency)
+		}
+	}
+	return nil
 }
 
 // handleLedger posts the entry of one payment event.
@@ -105,6 +219,8 @@ func (m *Module[TTx]) handleLedger(ctx context.Context, tx keelsql.Tx[TTx], d *k
 // ledgerEntry maps an event to its entry (nil: the event books nothing).
 func ledgerEntry(d *keelevents.Delivery) (*Entry, error) {
 	switch d.Topic {
+	case TopicFee, TopicFeeReturn:
+		return feeEntry(d)
 	case TopicPaid, TopicLate:
 		var ev PaymentEvent
 		if err := json.Unmarshal(d.Payload, &ev); err != nil {
@@ -151,6 +267,36 @@ var errOverdrawn = errors.New("ledger: the entry would overdraw an account")
 // already booked is not booked again; one booked with another amount is
 // an error (a reused key: the event goes to manual, nothing is changed).
 func (m *Module[TTx]) post(ctx context.Context, tx keelsql.Tx[TTx], e *Entry) (bool, error) {
+	mv := moves{}
+	booked, err := m.book(ctx, tx, e, mv)
+	if err != nil || !booked {
+		return booked, err
+	}
+	if err := m.applyMoves(ctx, tx, mv); err != nil {
+		return false, fmt.Errorf("booking %s: %w", e.Key, err)
+	}
+	return true, nil
+}
+
+// moves are the balance changes of the entries booked in one transaction,
+// per (account, currency), in the account's normal direction.
+type moves map[[2]string]int64
+
+func (mv moves) add(acc, currency string, debit bool, amount int64) error {
+	t, ok := accountTypes[acc]
+	if !ok {
+		return fmt.Errorf("ledger: no account %s", acc)
+	}
+	if debit != t.normalDebit() {
+		amount = -amount
+	}
+	mv[[2]string{acc, currency}] += amount
+	return nil
+}
+
+// book writes e's journal row and its two lines in tx and adds its
+// balance changes to mv (applied by applyMoves).
+func (m *Module[TTx]) book(ctx context.Context, tx keelsql.Tx[TTx], e *Entry, mv moves) (bool, error) {
 	now := m.Now()
 	var reverses any
 	if e.Reverses != 0 {
@@ -182,23 +328,39 @@ func (m *Module[TTx]) post(ctx context.Context, tx keelsql.Tx[TTx], e *Entry) (b
 	if err != nil {
 		return false, fmt.Errorf("booking %s: %w", e.Key, err)
 	}
-	for i, side := range []struct {
-		acc string
-		d   bool
-	}{{e.Debit, true}, {e.Credit, false}} {
-		s := "C"
-		if side.d {
-			s = "D"
-		}
-		if _, err := tx.Exec(ctx, m.q.Get("JournalLineInsert"), id, i+1, side.acc, s, e.Amount, e.Currency); err != nil {
-			return false, fmt.Errorf("booking %s: %w", e.Key, err)
-		}
-		if err := m.moveAccount(ctx, tx, side.acc, e.Currency, side.d, e.Amount, now); err != nil {
-			return false, fmt.Errorf("booking %s: %w", e.Key, err)
-		}
+	// Both lines in one statement: the entry is balanced by construction.
+	if _, err := tx.Exec(ctx, m.q.Get("JournalLinesInsert"), id, e.Debit, e.Credit, e.Amount, e.Currency); err != nil {
+		return false, fmt.Errorf("booking %s: %w", e.Key, err)
+	}
+	if err := mv.add(e.Debit, e.Currency, true, e.Amount); err != nil {
+		return false, err
+	}
+	if err := mv.add(e.Credit, e.Currency, false, e.Amount); err != nil {
+		return false, err
 	}
 	m.met.ledger.WithLabelValues(e.Action).Inc()
 	return true, nil
+}
+
+// applyMoves moves each balance once by its net change, in a fixed order
+// of accounts so concurrent transactions take the rows' locks in the same
+// order. An account that would go below zero where its type forbids fails
+// the transaction.
+func (m *Module[TTx]) applyMoves(ctx context.Context, tx keelsql.Tx[TTx], mv moves) error {
+	keys := make([][2]string, 0, len(mv))
+	for k, d := range mv {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	now := m.Now()
+	for _, k := range keys {
+		if err := m.moveAccount(ctx, tx, k[0], k[1], mv[k], now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func reversedKey(k string) string {
@@ -209,7 +371,8 @@ func reversedKey(k string) string {
 	return k
 }
 
-func (m *Module[TTx]) moveAccount(ctx context.Context, tx keelsql.Tx[TTx], acc, currency string, debit bool, amount int64, now time.Time) error {
+// moveAccount moves a balance by delta, in the account's normal direction.
+func (m *Module[TTx]) moveAccount(ctx context.Context, tx keelsql.Tx[TTx], acc, currency string, delta int64, now time.Time) error {
 	t, ok := accountTypes[acc]
 	if !ok {
 		return fmt.Errorf("ledger: no account %s", acc)
@@ -227,10 +390,6 @@ func (m *Module[TTx]) moveAccount(ctx context.Context, tx keelsql.Tx[TTx], acc, 
 		// would be exact; a rolled-back creation is created again by
 		// AccountMove's miss below.
 		ensured.Store(key, true)
-	}
-	delta := amount
-	if debit != t.normalDebit() {
-		delta = -amount
 	}
 	n, err := tx.Exec(ctx, m.q.Get("AccountMove"), acc, currency, delta, now)
 	if err != nil {

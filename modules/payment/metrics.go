@@ -7,7 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the seed's payment figures; the alert rules on them are in
+// metrics are the payment figures operators watch: callbacks refused,
+// mismatched or repeated, the age of the oldest payment not yet posted,
+// reconciliation discrepancies (count and amount), payments of unknown or
+// manual outcome, and ledger postings; the alert rules on them are in
 // docs/payment.md.
 type metrics struct {
 	refused     *prometheus.CounterVec // 验签失败 and every refusal before a business change

@@ -49,6 +49,7 @@ type Module[TTx any] struct {
 	ev    *keelevents.Events[TTx]
 	recon *keelrecon.Recon[TTx]
 	met   *metrics
+	group *succeeder[TTx] // the callback group commit (nil: one transaction per callback)
 
 	mu        sync.RWMutex
 	merchants map[channel.Kind]*Merchant
@@ -113,6 +114,9 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 		merchants: map[channel.Kind]*Merchant{}, met: newMetrics()}
 	for _, mc := range o.merchants {
 		m.AddMerchant(mc)
+	}
+	if set.CallbackBatch > 1 {
+		m.group = newSucceeder(m, set.CallbackBatch, set.CallbackLanes)
 	}
 	if err := m.Register(m.met.collectors()...); err != nil {
 		return nil, fmt.Errorf("payment: %w", err)

@@ -24,12 +24,17 @@ const (
 	// ReconCallbacks turns verified callbacks that disagree with their
 	// payment order into discrepancies.
 	ReconCallbacks = "payment.callbacks"
+	// ReconIntraday is the intraday incremental reconciliation: the day's
+	// changed payments ↔ ledger ↔ orders, before the channel's bill is out.
+	ReconIntraday = "payment.intraday"
 )
 
 // billZone is the channels' day: both settle bills on China Standard Time.
 var billZone = time.FixedZone("CST", 8*3600)
 
-func (m *Module[TTx]) reconNames() []string { return []string{ReconCallbacks, ReconChannel} }
+func (m *Module[TTx]) reconNames() []string {
+	return []string{ReconCallbacks, ReconChannel, ReconIntraday}
+}
 
 type reconciler[TTx any] struct {
 	name    string
@@ -55,6 +60,7 @@ func (m *Module[TTx]) registerRecon() error {
 	for _, r := range []*reconciler[TTx]{
 		{name: ReconCallbacks, every: 10 * time.Minute, run: m.reconCallbacks, execute: m.executeAdjudicate},
 		{name: ReconChannel, every: time.Hour, run: m.reconChannel, execute: m.executeChannel},
+		{name: ReconIntraday, every: 10 * time.Minute, run: m.reconIntraday, execute: m.executeChannel},
 	} {
 		if err := m.recon.Register(r); err != nil {
 			return err
@@ -87,7 +93,13 @@ func (m *Module[TTx]) FetchBill(ctx context.Context, kind channel.Kind, day time
 				return err
 			}
 		}
-		return nil
+		// The fees go to the ledger with the bill: fetched again, the
+		// same events are no-ops.
+		evs, err := m.feeEvents(ctx, tx, kind, d, lines)
+		if err != nil {
+			return err
+		}
+		return m.ev.EmitManyTx(ctx, tx, evs)
 	})
 	return len(lines), err
 }
@@ -166,6 +178,7 @@ func evidenceOf(src map[string]any) map[string]json.RawMessage {
 }
 
 type billRow struct {
+	ID                                                                int64
 	Channel, Day, Event, Merchant, PaymentNo, Txn, RefundNo, RefundID string
 	Amount, Fee                                                       int64
 	Currency, State                                                   string
@@ -181,6 +194,7 @@ type ourPayment struct {
 	Booked, Reversed             int64
 	OrderState                   string
 	OrderAmount                  int64
+	UpdatedAt                    time.Time // read by the intraday run only
 }
 
 type ourRefund struct {
@@ -204,33 +218,23 @@ const (
 
 // reconChannel is the four-way reconciliation, transaction by transaction
 // first, then summed per day, merchant and currency.
+//
+// It is a streamed merge: the bill's payment lines, our payments (each
+// with its order, joined per page) and the ledger's entries are read in
+// payment-number order a page at a time and merged by that number, then the
+// bill's refund lines and our refunds by refund number. What it keeps is a
+// page of each source, the sums per day, merchant and currency, and the
+// discrepancies it found: its memory does not grow with the number of
+// transactions.
 func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (keelrecon.RunOutput, error) {
 	var out keelrecon.RunOutput
-	bills, err := m.readBill(ctx, in.Cutoff)
+	settled, err := m.settledKeys(ctx, in.Cutoff)
 	if err != nil {
 		return out, err
 	}
-	pays, refunds, err := m.readOurs(ctx, in.Cutoff)
+	days, err := m.billDays(ctx, in.Cutoff)
 	if err != nil {
 		return out, err
-	}
-	settled := map[string]string{}
-	rows, err := m.db.Query(ctx, m.q.Get("CompensationsSettled"), in.Cutoff)
-	if err != nil {
-		return out, err
-	}
-	for rows.Next() {
-		var s, d string
-		if err := rows.Scan(&s, &d); err != nil {
-			rows.Close()
-			return out, err
-		}
-		settled[s] = d
-	}
-	rows.Close()
-	days := map[string]bool{}
-	for _, b := range bills {
-		days[b.Channel+"/"+b.Day] = true
 	}
 	var ds []keelrecon.Discrepancy
 	add := func(d keelrecon.Discrepancy, fingerprint string) {
@@ -240,40 +244,41 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 		d.SuggestedAction += " [" + fingerprint + "]"
 		ds = append(ds, d)
 	}
-	// Transaction by transaction: payments.
-	byPay := map[string][]billRow{}
-	byRefund := map[string][]billRow{}
-	for _, b := range bills {
-		out.Compared++
-		if b.Event == string(channel.EventRefund) {
-			byRefund[b.RefundNo] = append(byRefund[b.RefundNo], b)
-		} else {
-			byPay[b.PaymentNo] = append(byPay[b.PaymentNo], b)
-		}
-	}
 	type sumKey struct{ day, merchant, currency string }
 	theirs, ours := map[sumKey]int64{}, map[sumKey]int64{}
 	explained := map[sumKey]bool{}
-	for _, b := range bills {
-		sign := int64(1)
-		if b.Event == string(channel.EventRefund) {
-			sign = -1
+
+	// comparePayment is one payment number's bill lines against our
+	// payment (either may be missing).
+	comparePayment := func(no string, lines []billRow, p *ourPayment) {
+		sortLines(lines)
+		if len(lines) == 0 {
+			// Ours the channel's bill does not have (only for days whose bill is in).
+			if p.PaidAt == nil || (p.State != PayPaid && p.State != PayManual) {
+				return
+			}
+			day := p.PaidAt.In(billZone).Format(time.DateOnly)
+			if !days[p.Channel+"/"+day] {
+				return
+			}
+			explained[sumKey{day, p.Merchant, p.Currency}] = true
+			if p.Reversed > 0 {
+				return // reversed already: nothing left to correct
+			}
+			ev := map[string]any{"channel": map[string]any{"found": false, "day": day},
+				"ours":   map[string]any{"payment_no": p.No, "state": p.State, "amount_minor": p.Amount, "currency": p.Currency, "transaction_id": p.Txn},
+				"ledger": map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed},
+				"orders": map[string]any{"order_id": p.Order, "state": p.OrderState}}
+			add(keelrecon.Discrepancy{Class: keelrecon.MissingTheirs, Key: "pay:" + no, Evidence: evidenceOf(ev),
+				SuggestedAction: "渠道账单无此笔: 冲正入账分录 (" + actReverse + ")",
+				Impact:          -p.Amount, Currency: p.Currency, NeedsApproval: true}, fmt.Sprintf("%s %d %s", p.Txn, p.Amount, p.Currency))
+			return
 		}
-		theirs[sumKey{b.Day, b.Merchant, b.Currency}] += sign * b.Amount
-	}
-	payNos := make([]string, 0, len(byPay))
-	for no := range byPay {
-		payNos = append(payNos, no)
-	}
-	sort.Strings(payNos)
-	for _, no := range payNos {
-		lines := byPay[no]
 		b := lines[0]
 		if b.State == string(channel.StateRefunded) {
 			b.State = string(channel.StatePaid) // a refunded trade was paid first: its refunds are matched below
 		}
 		sk := sumKey{b.Day, b.Merchant, b.Currency}
-		p := pays[no]
 		ev := map[string]any{"channel": billEvidence(lines)}
 		if p != nil {
 			ev["ours"] = map[string]any{"payment_no": p.No, "state": p.State, "amount_minor": p.Amount, "currency": p.Currency, "transaction_id": p.Txn}
@@ -328,45 +333,12 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 				Impact:          b.Amount, Currency: b.Currency, NeedsApproval: true}, fp)
 		}
 	}
-	// Ours the channel's bill does not have (only for days whose bill is in).
-	ourNos := make([]string, 0, len(pays))
-	for no := range pays {
-		ourNos = append(ourNos, no)
-	}
-	sort.Strings(ourNos)
-	for _, no := range ourNos {
-		p := pays[no]
-		out.Compared++
-		if p.PaidAt == nil || (p.State != PayPaid && p.State != PayManual) {
-			continue
-		}
-		day := p.PaidAt.In(billZone).Format(time.DateOnly)
-		if !days[p.Channel+"/"+day] || byPay[no] != nil {
-			continue
-		}
-		explained[sumKey{day, p.Merchant, p.Currency}] = true
-		ev := map[string]any{"channel": map[string]any{"found": false, "day": day},
-			"ours":   map[string]any{"payment_no": p.No, "state": p.State, "amount_minor": p.Amount, "currency": p.Currency, "transaction_id": p.Txn},
-			"ledger": map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed},
-			"orders": map[string]any{"order_id": p.Order, "state": p.OrderState}}
-		if p.Reversed > 0 {
-			continue // reversed already: nothing left to correct
-		}
-		add(keelrecon.Discrepancy{Class: keelrecon.MissingTheirs, Key: "pay:" + no, Evidence: evidenceOf(ev),
-			SuggestedAction: "渠道账单无此笔: 冲正入账分录 (" + actReverse + ")",
-			Impact:          -p.Amount, Currency: p.Currency, NeedsApproval: true}, fmt.Sprintf("%s %d %s", p.Txn, p.Amount, p.Currency))
-	}
-	// Refunds, transaction by transaction.
-	refNos := make([]string, 0, len(byRefund))
-	for no := range byRefund {
-		refNos = append(refNos, no)
-	}
-	sort.Strings(refNos)
-	for _, no := range refNos {
-		lines := byRefund[no]
+	// compareRefund is one refund number's bill lines against our refund
+	// (refunds only on our side are not compared here).
+	compareRefund := func(no string, lines []billRow, r *ourRefund) {
+		sortLines(lines)
 		b := lines[0]
 		sk := sumKey{b.Day, b.Merchant, b.Currency}
-		r := refunds[no]
 		ev := map[string]any{"channel": billEvidence(lines)}
 		fp := fmt.Sprintf("%s %d %s %d", b.RefundID, b.Amount, b.Currency, len(lines))
 		if r != nil {
@@ -398,6 +370,57 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 			ours[sk] -= r.Amount
 		}
 	}
+
+	// Payments: the bill's payment lines merged with our payments, and
+	// the ledger's entries of each.
+	billPays := m.billStream(in.Cutoff, "BillPaymentPage", func(b *billRow) string { return b.PaymentNo })
+	pays := m.paymentStream(in.Cutoff)
+	journal := m.journalStream(in.Cutoff)
+	var jerr error
+	err = mergeStreams(ctx, billPays, pays, func(b *billRow) string { return b.PaymentNo }, func(p *ourPayment) string { return p.No },
+		func(no string, lines []billRow, p *ourPayment) {
+			booked, reversed, err := ledgerOf(ctx, journal, no)
+			if err != nil {
+				jerr = err
+				return
+			}
+			if p != nil {
+				p.Booked, p.Reversed = booked, reversed
+			}
+			out.Compared += int64(len(lines))
+			if p != nil {
+				out.Compared++
+			}
+			for _, b := range lines {
+				theirs[sumKey{b.Day, b.Merchant, b.Currency}] += b.Amount
+			}
+			if jerr == nil && (len(lines) > 0 || p != nil) {
+				comparePayment(no, lines, p)
+			}
+		})
+	if err == nil {
+		err = jerr
+	}
+	if err != nil {
+		return out, err
+	}
+	// Refunds: the bill's refund lines merged with our refunds.
+	billRefunds := m.billStream(in.Cutoff, "BillRefundPage", func(b *billRow) string { return b.RefundNo })
+	refunds := m.refundStream(in.Cutoff)
+	err = mergeStreams(ctx, billRefunds, refunds, func(b *billRow) string { return b.RefundNo }, func(r *ourRefund) string { return r.No },
+		func(no string, lines []billRow, r *ourRefund) {
+			out.Compared += int64(len(lines))
+			if len(lines) == 0 {
+				return
+			}
+			for _, b := range lines {
+				theirs[sumKey{b.Day, b.Merchant, b.Currency}] -= b.Amount
+			}
+			compareRefund(no, lines, r)
+		})
+	if err != nil {
+		return out, err
+	}
 	// Then the sums per day, merchant and currency: a group whose totals
 	// differ with no transaction-level discrepancy to explain it is one of
 	// its own; equal totals never hide a transaction-level difference,
@@ -422,6 +445,255 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 	return out, nil
 }
 
+// settledKeys are the operators' adjudications up to the cutoff: the key
+// each settles with the evidence's fingerprint it saw. There is one per
+// operator action, not per transaction.
+func (m *Module[TTx]) settledKeys(ctx context.Context, cutoff time.Time) (map[string]string, error) {
+	settled := map[string]string{}
+	rows, err := m.db.Query(ctx, m.q.Get("CompensationsSettled"), cutoff)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s, d string
+		if err := rows.Scan(&s, &d); err != nil {
+			return nil, err
+		}
+		settled[s] = d
+	}
+	return settled, rows.Err()
+}
+
+// billDays are the (channel, day) bills fetched by the cutoff: a payment
+// is missing on the channel's side only if its day's bill is in.
+func (m *Module[TTx]) billDays(ctx context.Context, cutoff time.Time) (map[string]bool, error) {
+	rows, err := m.db.Query(ctx, m.q.Get("BillDays"), cutoff)
+	list, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (string, error) {
+		var ch, day string
+		err := r.Scan(&ch, &day)
+		return ch + "/" + day, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the bills' days: %w", err)
+	}
+	days := make(map[string]bool, len(list))
+	for _, d := range list {
+		days[d] = true
+	}
+	return days, nil
+}
+
+// sortLines puts one key's bill lines in bill order (channel, day, line):
+// the first is the one a discrepancy's fields come from, whichever day's
+// bill was fetched last.
+func sortLines(lines []billRow) {
+	sort.Slice(lines, func(i, j int) bool {
+		a, b := &lines[i], &lines[j]
+		if a.Channel != b.Channel {
+			return a.Channel < b.Channel
+		}
+		if a.Day != b.Day {
+			return a.Day < b.Day
+		}
+		return a.ID < b.ID
+	})
+}
+
+// reconPage is how many rows a page of one source holds.
+const reconPage = 2000
+
+// pageStream reads a keyset-paged query row by row: a page is fetched
+// (and read whole, so that SQLite's one connection is free between pages)
+// when the last one runs out.
+type pageStream[T any] struct {
+	fetch func(ctx context.Context, last *T) ([]T, error)
+	buf   []T
+	i     int
+	eof   bool
+}
+
+// peek is the next row, nil at the end. It stays valid until next.
+func (s *pageStream[T]) peek(ctx context.Context) (*T, error) {
+	if s.i < len(s.buf) {
+		return &s.buf[s.i], nil
+	}
+	if s.eof {
+		return nil, nil
+	}
+	var last *T
+	if n := len(s.buf); n > 0 {
+		l := s.buf[n-1]
+		last = &l
+	}
+	buf, err := s.fetch(ctx, last)
+	if err != nil {
+		return nil, err
+	}
+	s.buf, s.i, s.eof = buf, 0, len(buf) < reconPage
+	if len(buf) == 0 {
+		return nil, nil
+	}
+	return &s.buf[0], nil
+}
+
+func (s *pageStream[T]) next() { s.i++ }
+
+// mergeStreams merges lines (several per key) with records (at most one
+// per key), both in ascending bytewise key order, calling each once per key
+// with that key's lines and record (nil when there is none).
+func mergeStreams[L, R any](ctx context.Context, lines *pageStream[L], recs *pageStream[R], lineKey func(*L) string,
+	recKey func(*R) string, each func(key string, lines []L, rec *R)) error {
+	var group []L
+	for {
+		l, err := lines.peek(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := recs.peek(ctx)
+		if err != nil {
+			return err
+		}
+		var key string
+		switch {
+		case l == nil && r == nil:
+			return nil
+		case l == nil:
+			key = recKey(r)
+		case r == nil:
+			key = lineKey(l)
+		default:
+			key = min(lineKey(l), recKey(r))
+		}
+		group = group[:0]
+		for l != nil && lineKey(l) == key {
+			group = append(group, *l)
+			lines.next()
+			if l, err = lines.peek(ctx); err != nil {
+				return err
+			}
+		}
+		var rec *R
+		if r != nil && recKey(r) == key {
+			c := *r
+			rec = &c
+			recs.next()
+		}
+		each(key, group, rec)
+	}
+}
+
+// billStream pages through the bill's lines of one kind (query) in the
+// order of key.
+func (m *Module[TTx]) billStream(cutoff time.Time, query string, key func(*billRow) string) *pageStream[billRow] {
+	return &pageStream[billRow]{fetch: func(ctx context.Context, last *billRow) ([]billRow, error) {
+		after, id := "", int64(0)
+		if last != nil {
+			after, id = key(last), last.ID
+		}
+		rows, err := m.db.Query(ctx, m.q.Get(query), cutoff, after, id, reconPage)
+		list, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (billRow, error) {
+			var b billRow
+			err := r.Scan(&b.ID, &b.Channel, &b.Day, &b.Event, &b.Merchant, &b.PaymentNo, &b.Txn, &b.RefundNo, &b.RefundID,
+				&b.Amount, &b.Fee, &b.Currency, &b.State, &b.At)
+			return b, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the bill's lines after %q: %w", after, err)
+		}
+		return list, nil
+	}}
+}
+
+func (m *Module[TTx]) paymentStream(cutoff time.Time) *pageStream[ourPayment] {
+	return &pageStream[ourPayment]{fetch: func(ctx context.Context, last *ourPayment) ([]ourPayment, error) {
+		after := ""
+		if last != nil {
+			after = last.No
+		}
+		rows, err := m.db.Query(ctx, m.q.Get("ReconPaymentPage"), cutoff, after, reconPage)
+		list, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (ourPayment, error) {
+			var p ourPayment
+			err := r.Scan(&p.No, &p.Order, &p.Channel, &p.Merchant, &p.Amount, &p.Currency, &p.State, &p.Txn, &p.PaidAt,
+				&p.CreatedAt, &p.OrderState, &p.OrderAmount)
+			return p, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the payments after %q: %w", after, err)
+		}
+		return list, nil
+	}}
+}
+
+// journalRow is one ledger entry of the merge.
+type journalRow struct {
+	ID        int64
+	PaymentNo string
+	Key       string
+	Amount    int64
+}
+
+func (m *Module[TTx]) journalStream(cutoff time.Time) *pageStream[journalRow] {
+	return &pageStream[journalRow]{fetch: func(ctx context.Context, last *journalRow) ([]journalRow, error) {
+		after, id := "", int64(0)
+		if last != nil {
+			after, id = last.PaymentNo, last.ID
+		}
+		rows, err := m.db.Query(ctx, m.q.Get("JournalPaymentPage"), cutoff, after, id, reconPage)
+		list, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (journalRow, error) {
+			var j journalRow
+			err := r.Scan(&j.ID, &j.PaymentNo, &j.Key, &j.Amount)
+			return j, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the ledger after %q: %w", after, err)
+		}
+		return list, nil
+	}}
+}
+
+// ledgerOf advances the journal (in payment-number order) to payment no,
+// the merge's current key, and sums its capture (and late receipt) entries
+// and its capture's reversal; entries of numbers before it (of no payment
+// the merge has) are passed over.
+func ledgerOf(ctx context.Context, journal *pageStream[journalRow], no string) (booked, reversed int64, err error) {
+	capture, late, reversal := "payment:"+no+":capture", "payment:"+no+":late", "payment:"+no+":capture:reversal"
+	for {
+		j, err := journal.peek(ctx)
+		if err != nil || j == nil || j.PaymentNo > no {
+			return booked, reversed, err
+		}
+		if j.PaymentNo == no {
+			switch j.Key {
+			case capture, late:
+				booked += j.Amount
+			case reversal:
+				reversed += j.Amount
+			}
+		}
+		journal.next()
+	}
+}
+
+func (m *Module[TTx]) refundStream(cutoff time.Time) *pageStream[ourRefund] {
+	return &pageStream[ourRefund]{fetch: func(ctx context.Context, last *ourRefund) ([]ourRefund, error) {
+		after := ""
+		if last != nil {
+			after = last.No
+		}
+		rows, err := m.db.Query(ctx, m.q.Get("ReconRefundPage"), cutoff, after, reconPage)
+		list, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (ourRefund, error) {
+			var x ourRefund
+			err := r.Scan(&x.No, &x.PaymentNo, &x.Amount, &x.Currency, &x.State, &x.UpdatedAt, &x.Channel, &x.Merchant, &x.Booked)
+			return x, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the refunds after %q: %w", after, err)
+		}
+		return list, nil
+	}}
+}
+
 // billEvidence is the channel's side of a discrepancy: the first line's
 // fields and every line.
 func billEvidence(lines []billRow) map[string]any {
@@ -434,47 +706,6 @@ func billEvidence(lines []billRow) map[string]any {
 	return map[string]any{"payment_no": b.PaymentNo, "refund_no": b.RefundNo, "transaction_id": b.Txn,
 		"merchant_id": b.Merchant, "amount_minor": b.Amount, "currency": b.Currency, "state": b.State,
 		"lines": len(lines), "rows": ls}
-}
-
-func (m *Module[TTx]) readBill(ctx context.Context, cutoff time.Time) ([]billRow, error) {
-	rows, err := m.db.Query(ctx, m.q.Get("BillLines"), cutoff)
-	return keelsql.CollectRows(rows, err, func(r keelsql.Rows) (billRow, error) {
-		var b billRow
-		err := r.Scan(&b.Channel, &b.Day, &b.Event, &b.Merchant, &b.PaymentNo, &b.Txn, &b.RefundNo, &b.RefundID,
-			&b.Amount, &b.Fee, &b.Currency, &b.State, &b.At)
-		return b, err
-	})
-}
-
-func (m *Module[TTx]) readOurs(ctx context.Context, cutoff time.Time) (map[string]*ourPayment, map[string]*ourRefund, error) {
-	rows, err := m.db.Query(ctx, m.q.Get("ReconPayments"), cutoff)
-	ps, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (*ourPayment, error) {
-		var p ourPayment
-		err := r.Scan(&p.No, &p.Order, &p.Channel, &p.Merchant, &p.Amount, &p.Currency, &p.State, &p.Txn, &p.PaidAt,
-			&p.CreatedAt, &p.Booked, &p.Reversed, &p.OrderState, &p.OrderAmount)
-		return &p, err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	rows, err = m.db.Query(ctx, m.q.Get("ReconRefunds"), cutoff)
-	rs, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (*ourRefund, error) {
-		var x ourRefund
-		err := r.Scan(&x.No, &x.PaymentNo, &x.Amount, &x.Currency, &x.State, &x.UpdatedAt, &x.Channel, &x.Merchant, &x.Booked)
-		return &x, err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	pm := make(map[string]*ourPayment, len(ps))
-	for _, p := range ps {
-		pm[p.No] = p
-	}
-	rm := make(map[string]*ourRefund, len(rs))
-	for _, r := range rs {
-		rm[r.No] = r
-	}
-	return pm, rm, nil
 }
 
 // actionOf is the action named in a suggestion ("… (heal) [fingerprint]").

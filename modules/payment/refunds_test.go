@@ -173,3 +173,39 @@ func testRefundUnknown[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatalf("manual refund's payment: reserved %d refunded %d", p.RefundReserved, p.RefundedMinor)
 	}
 }
+
+// TestAlipayRefundNotifyQueriesFirst: Alipay's refund notify states only
+// the trade's cumulative refund, not the refund's own amount. A refund the
+// channel executed and never answered (outcome unknown) is settled by that
+// notify only after the refund query under the same number confirms its
+// amount: one refund call, one settled refund, the evidence with the
+// queried amount, nothing in the security audit. The refund's own query
+// schedule is set far out, so only the notify can settle it in time.
+func TestAlipayRefundNotifyQueriesFirst(t *testing.T) {
+	each(t, testAlipayRefundNotifyQueriesFirst, testAlipayRefundNotifyQueriesFirst)
+}
+
+func testAlipayRefundNotifyQueriesFirst[TTx any](t *testing.T, e *tenv[TTx]) {
+	e.start(t, startOpts{noSweep: true, sim: paysim.Options{RefundCallbacks: true},
+		settings: map[string]string{"payment.time_scale": "0.01", "payment.refund_backoff": "1h"}}) // 36s scaled
+	ctx := context.Background()
+	const no = "APRN000001"
+	e.paid(t, channel.KindAlipay, no, 10000)
+	e.sim.RefundBehaviour(no+"R01", paysim.ExecuteThenTimeout)
+	r, err := e.m.CreateRefund(ctx, no, RefundRequest{RequestID: "req-a", AmountMinor: 3000, Reason: "退货"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moduletest.WaitFor(t, 20*time.Second, "refund "+r.RefundNo+" settled by the notify", func() bool {
+		return e.refundState(t, r.RefundNo) == RefundDone
+	})
+	if c := e.sim.RefundCalls(r.RefundNo); c != 1 {
+		t.Fatalf("the channel got %d refund calls, want 1", c)
+	}
+	if n := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE refund_no = $1 AND outcome = 'applied' AND amount_minor = 3000", r.RefundNo); n != 1 {
+		t.Fatalf("%d applied refund callbacks with the queried amount, want 1", n)
+	}
+	if n := e.count(t, "SELECT COUNT(*) FROM pay_security_audit"); n != 0 {
+		t.Fatalf("%d security audit rows, want none", n)
+	}
+}

@@ -52,6 +52,14 @@ type Settings struct {
 	// SecurityAlert is the rate of refused callbacks per minute the
 	// documented alert fires at (exported as a gauge for the rule).
 	SecurityAlert int
+	// CallbackBatch bounds the verified successes one group-commit
+	// transaction applies (PostgreSQL; 1: a transaction per callback), and
+	// CallbackLanes how many such transactions may run at once.
+	CallbackBatch, CallbackLanes int
+	// ReconLag is how long a paid payment may wait for its ledger entry and
+	// its order's update before the intraday reconciliation reports the
+	// delay.
+	ReconLag time.Duration
 }
 
 func parseSettings(raw map[string]string) (*Settings, error) {
@@ -76,6 +84,9 @@ func parseSettings(raw map[string]string) (*Settings, error) {
 	out.RefundMaxCalls = s.Int("refund_max_calls", 5, 1, 100)
 	out.SweepEvery = s.Duration("sweep_every", 30*time.Second, time.Millisecond, time.Hour)
 	out.SecurityAlert = s.Int("security_alert_per_minute", 5, 1, 1_000_000)
+	out.CallbackBatch = s.Int("callback_batch", 200, 1, 1000)
+	out.CallbackLanes = s.Int("callback_lanes", 2, 1, 16)
+	out.ReconLag = s.Duration("recon_lag", 5*time.Minute, time.Second, 24*time.Hour)
 	s.Check(out.RefundBackoff <= out.RefundBackoffMax, "refund_backoff must not exceed refund_backoff_max")
 	if err := s.Err(); err != nil {
 		return nil, err

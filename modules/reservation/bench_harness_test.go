@@ -85,11 +85,11 @@ func (m *Module[TTx]) benchLoad(ctx context.Context, total, due int) error {
 	now := m.now()
 	first := now.Add(-24 * time.Hour).Truncate(time.Minute)
 	slots := (total + benchCapacity - 1) / benchCapacity
-	if _, err := m.db.Exec(ctx, m.sql("BenchCategory"), now); err != nil {
+	if _, err := m.st.db.Exec(ctx, m.st.sql("BenchCategory"), now); err != nil {
 		return fmt.Errorf("bench: category: %w", err)
 	}
 	var resource int64
-	if err := m.db.QueryRow(ctx, m.sql("BenchResource"), fmt.Sprintf("bench-%d", now.UnixNano()), now).Scan(&resource); err != nil {
+	if err := m.st.db.QueryRow(ctx, m.st.sql("BenchResource"), fmt.Sprintf("bench-%d", now.UnixNano()), now).Scan(&resource); err != nil {
 		return fmt.Errorf("bench: resource: %w", err)
 	}
 	steps := []struct {
@@ -102,11 +102,11 @@ func (m *Module[TTx]) benchLoad(ctx context.Context, total, due int) error {
 		{"BenchAnalyze", nil},
 	}
 	for _, s := range steps {
-		if _, err := m.db.Exec(ctx, m.sql(s.name), s.args...); err != nil {
+		if _, err := m.st.db.Exec(ctx, m.st.sql(s.name), s.args...); err != nil {
 			return fmt.Errorf("bench: %s: %w", s.name, err)
 		}
 	}
-	if _, err := m.db.Exec(ctx, m.sql("BenchCheckpoint")); err != nil {
+	if _, err := m.st.db.Exec(ctx, m.st.sql("BenchCheckpoint")); err != nil {
 		m.log.Info("bench: checkpoint refused; the release may share the disk with it", "error", err)
 	}
 	return nil

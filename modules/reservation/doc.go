@@ -17,7 +17,7 @@
 // the start, in the business time zone) and stored, indexed, as
 // expected_release_at. Three paths release it, all through the same
 // transaction shape (mark released, return capacity, promote the first
-// waitlisted person, record the no-show and the outbox rows):
+// waitlisted person, record the no-show, the notices and their events):
 //
 //   - a scheduled engine job at the release point (second precision;
 //     idempotency key reservation+version, so a moved reservation reschedules);
@@ -30,6 +30,8 @@
 // Records that keep failing get retry_count and their error; an hourly
 // compensation job re-processes them and dead-letters those past the maximum.
 // Notifications (reminder, release notice, waitlist offer, restore notice) are
-// outbox rows written in the same transaction and delivered by engine jobs
-// through a Channel; a failed notification never undoes a release.
+// rows of rsv_notification written in the same transaction with their event
+// in the engine's events outbox (a reminder due later: with a scheduled job
+// that emits it when due); the module's notifier consumer sends them through
+// a Channel. A failed notification never undoes a release.
 package reservation

@@ -142,7 +142,8 @@ type HistoryEntry struct {
 	At        time.Time `json:"at"`
 }
 
-// Notification is one outbox row as read back (delivery state included).
+// Notification is the record of one notice (rsv_notification) with its
+// delivery state: pending until the notifier sends, skips or fails it.
 type Notification struct {
 	ID          int64           `json:"id"`
 	Kind        string          `json:"kind"`

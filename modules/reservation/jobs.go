@@ -45,7 +45,8 @@ type ReleaseArgs struct {
 // Kind implements keel.JobArgs.
 func (ReleaseArgs) Kind() string { return KindRelease }
 
-// NotifyArgs delivers one outbox notification.
+// NotifyArgs emits the event of a notice due later (a reminder) when it is
+// due; the notifier consumer delivers it.
 type NotifyArgs struct {
 	OutboxID int64 `json:"outbox_id"`
 }
@@ -53,8 +54,8 @@ type NotifyArgs struct {
 // Kind implements keel.JobArgs.
 func (NotifyArgs) Kind() string { return KindNotify }
 
-// RelayArgs queues the delivery jobs of notifications written by scans and
-// hands pending availability events to the publisher.
+// RelayArgs hands over notices left from before notifications moved to
+// the events outbox (see handOverLeftovers).
 type RelayArgs struct{}
 
 // Kind implements keel.JobArgs.
@@ -195,8 +196,7 @@ func (m *Module[TTx]) assist(ctx context.Context, slot int64) error {
 		return err
 	}
 	_, out, err := m.releaseClaimed(ctx, p, func(ctx context.Context, q keelsql.Querier) ([]Candidate, error) {
-		rows, err := q.Query(ctx, m.sql("ClaimDueSlot"), slot, p.now, m.set.txSize)
-		return scanCandidates(rows, err)
+		return m.st.claimDueSlot(ctx, q, slot, p.now, m.set.txSize)
 	})
 	if err != nil {
 		return err

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelmigrate"
-	"github.com/keelwork/keel/keelsql"
-	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/module"
 )
 
@@ -26,9 +25,7 @@ var errNotStarted = errors.New("reservation: module not started")
 type Module[TTx any] struct {
 	h         *module.Host[TTx]
 	kit       *module.Base[TTx]
-	db        keelsql.DB[TTx]
-	q         sqlfile.Set
-	pg        bool
+	st        *store[TTx]
 	set       *settings
 	log       *slog.Logger
 	opt       options
@@ -58,7 +55,7 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	if err != nil {
 		return nil, fmt.Errorf("reservation: %w", err)
 	}
-	m := &Module[TTx]{h: h, kit: base, client: base.Engine(), db: h.DB, q: q, pg: h.DB.Dialect() == "postgres",
+	m := &Module[TTx]{h: h, kit: base, client: base.Engine(), st: newStore(h.DB, q),
 		set: set, log: base.Log}
 	m.opt = defaultOptions()
 	for _, o := range opts {
@@ -77,8 +74,10 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 	if m.templates, err = parseTemplates(); err != nil {
 		return nil, fmt.Errorf("reservation: templates: %w", err)
 	}
-	if err := h.Events.Consume(m.availabilityConsumer()); err != nil {
-		return nil, fmt.Errorf("reservation: %w", err)
+	for _, c := range []keelevents.Consumer[TTx]{m.availabilityConsumer(), m.notifierConsumer()} {
+		if err := h.Events.Consume(c); err != nil {
+			return nil, fmt.Errorf("reservation: %w", err)
+		}
 	}
 	return m, nil
 }
@@ -87,7 +86,7 @@ func New[TTx any](h *module.Host[TTx], opts ...Option) (*Module[TTx], error) {
 func (m *Module[TTx]) Name() string { return Name }
 
 // Lines implements module.Module.
-func (m *Module[TTx]) Lines() []keelmigrate.Line { return Lines(m.db.Dialect()) }
+func (m *Module[TTx]) Lines() []keelmigrate.Line { return Lines(m.st.db.Dialect()) }
 
 // Start keeps the engine client (release transactions insert notification
 // jobs through it), refreshes the dead-letter gauge and, for `keel dev`,
@@ -97,6 +96,9 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 		return fmt.Errorf("reservation: %w", err)
 	}
 	if err := m.refreshDeadLetters(ctx); err != nil {
+		return fmt.Errorf("reservation: start: %w", err)
+	}
+	if err := m.handOverLeftovers(ctx); err != nil {
 		return fmt.Errorf("reservation: start: %w", err)
 	}
 	if m.h.Demo {

@@ -17,6 +17,9 @@ type options struct {
 	restoreHook func(ctx context.Context, c Candidate) error
 	stageHook   func(ctx context.Context, stage string, q keelsql.Querier) error
 	backoff     []time.Duration
+	// notifyBackoff is the notifier consumer's redelivery backoff (nil:
+	// the events default).
+	notifyBackoff []time.Duration
 }
 
 func defaultOptions() options {
@@ -56,6 +59,13 @@ func WithRestoreHook(hook func(ctx context.Context, c Candidate) error) Option {
 // round retries every failed record, so a run pauses at most their sum).
 func WithRetryBackoff(pauses ...time.Duration) Option {
 	return func(o *options) { o.backoff = append([]time.Duration(nil), pauses...) }
+}
+
+// WithNotifyBackoff sets the pauses before each redelivery of a
+// notification whose send failed (the notifier consumer's backoff; default
+// keelevents.DefaultBackoff, the last pause repeating).
+func WithNotifyBackoff(pauses ...time.Duration) Option {
+	return func(o *options) { o.notifyBackoff = append([]time.Duration(nil), pauses...) }
 }
 
 // withStageHook runs hook inside release transactions at named stages

@@ -51,7 +51,7 @@ func (m *Module[TTx]) releaseTx(ctx context.Context, tx keelsql.Tx[TTx], p *pass
 	}
 	var b *batch
 	var err error
-	if m.pg {
+	if m.st.pg {
 		b, err = m.releasePG(ctx, tx, p, kept)
 	} else {
 		b, err = m.releaseSQLite(ctx, tx, p, kept)
@@ -105,11 +105,11 @@ func (m *Module[TTx]) finishRelease(ctx context.Context, tx keelsql.Tx[TTx], p *
 		return err
 	}
 	out.promoted = promoted
-	if err := m.writeOutbox(ctx, tx, p.now, append(b.notices, offers...), p.direct()); err != nil {
+	if err := m.writeOutbox(ctx, tx, p.now, append(b.notices, offers...)); err != nil {
 		return err
 	}
-	if p.direct() && len(b.written) > 0 {
-		if err := m.queueDeliveries(ctx, tx, p.now, b.written); err != nil {
+	if len(b.written) > 0 { // the release statement's notices (PostgreSQL)
+		if err := m.handOver(ctx, tx, p.now, b.written); err != nil {
 			return err
 		}
 	}
@@ -123,31 +123,13 @@ func (m *Module[TTx]) releasePG(ctx context.Context, tx keelsql.Tx[TTx], p *pass
 	for i, c := range cands {
 		ids[i], versions[i], slots[i], byID[c.ID] = c.ID, c.Version, c.SlotID, c
 	}
-	rows, err := tx.Query(ctx, m.sql("ReleaseMany"), ids, versions, slots, p.now, p.actor, releaseReason, p.direct())
+	r, err := m.st.releaseManyPG(ctx, tx, ids, versions, slots, p.now, p.actor, releaseReason)
 	if err != nil {
 		return nil, fmt.Errorf("releasing %d reservations: %w", len(cands), err)
 	}
-	defer rows.Close()
-	b := &batch{slots: map[int64]*slotState{}}
-	for rows.Next() {
-		var kind string
-		var id, version, slot int64
-		var at time.Time
-		var capacity, held, waiting, n int
-		if err := rows.Scan(&kind, &id, &version, &at, &slot, &capacity, &held, &waiting, &n); err != nil {
-			return nil, fmt.Errorf("reading the release: %w", err)
-		}
-		switch kind {
-		case "r":
-			b.released = append(b.released, releasedRow{c: byID[id], version: version})
-		case "s":
-			b.slots[id] = &slotState{ID: id, Capacity: capacity, Held: held, Waiting: waiting, EndsAt: at, Freed: n}
-		case "n":
-			b.written = append(b.written, outboxRef{id: id, kind: kindRelease, deliverAt: at})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("releasing %d reservations: %w", len(cands), err)
+	b := &batch{slots: r.slots, written: r.written}
+	for _, x := range r.released {
+		b.released = append(b.released, releasedRow{c: byID[x.id], version: x.version})
 	}
 	if len(b.slots) > 0 {
 		// The statement wrote the notices; the availability event goes to
@@ -176,15 +158,7 @@ func (m *Module[TTx]) releaseSQLite(ctx context.Context, tx keelsql.Tx[TTx], p *
 	for i, c := range kept {
 		ids[i], versions[i], users[i], categories[i], byID[c.ID] = c.ID, c.Version, c.UserID, c.CategoryID, c
 	}
-	rows, err := tx.Query(ctx, m.sql("ReleaseMany"), m.int64s(ids), m.int64s(versions), p.now)
-	type rel struct {
-		id, version int64
-		appeal      time.Time
-	}
-	list, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (rel, error) {
-		var x rel
-		return x, r.Scan(&x.id, &x.version, &x.appeal)
-	})
+	list, err := m.st.releaseManySQLite(ctx, tx, ids, versions, p.now)
 	if err != nil {
 		return nil, fmt.Errorf("releasing %d reservations: %w", len(kept), err)
 	}
@@ -197,11 +171,11 @@ func (m *Module[TTx]) releaseSQLite(ctx context.Context, tx keelsql.Tx[TTx], p *
 			slotID: c.SlotID, userID: c.UserID, payload: map[string]any{"appeal_until": x.appeal.UTC().Format(time.RFC3339)}})
 	}
 	b.notices = append(b.notices, availabilityRow(sortedSlots(slots), p.now))
-	if _, err := tx.Exec(ctx, m.sql("HistoryInsertMany"), m.int64s(relIDs), m.int64s(newVersions),
-		string(StatePaid), string(StateReleased), p.actor, releaseReason, p.now); err != nil {
+	if err := m.st.insertHistoryMany(ctx, tx, relIDs, newVersions, StatePaid, StateReleased, p.actor,
+		releaseReason, p.now); err != nil {
 		return nil, fmt.Errorf("recording release history: %w", err)
 	}
-	if _, err := tx.Exec(ctx, m.sql("NoShowInsertMany"), m.int64s(ids), m.strs(users), m.strs(categories), p.now); err != nil {
+	if err := m.st.insertNoShows(ctx, tx, ids, users, categories, p.now); err != nil {
 		return nil, fmt.Errorf("recording no-shows: %w", err)
 	}
 	return b, nil

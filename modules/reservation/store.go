@@ -5,25 +5,46 @@ import (
 	"time"
 
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/keelsql/sqlfile"
 	"github.com/keelwork/keel/keeltype"
 )
+
+// store runs every statement of the module: one statement set per dialect
+// (queries/<dialect>/*.sql), the same Go. Its methods take the Querier to
+// run on (the caller's transaction, or the database for a read outside
+// one) and return the module's records, never rows; the module decides
+// what runs in which transaction and why.
+type store[TTx any] struct {
+	db keelsql.DB[TTx]
+	q  sqlfile.Set
+	// pg: the PostgreSQL statements differ in shape where PostgreSQL can do
+	// more in one statement (the release, the scan's commit mode, row locks
+	// on slots).
+	pg bool
+}
+
+func newStore[TTx any](db keelsql.DB[TTx], q sqlfile.Set) *store[TTx] {
+	return &store[TTx]{db: db, q: q, pg: db.Dialect() == "postgres"}
+}
+
+// sql returns the dialect's statement by name.
+func (s *store[TTx]) sql(name string) string { return s.q.Get(name) }
 
 // Lists are keelsql Arrays: native arrays on PostgreSQL, JSON text read
 // with json_each on SQLite; the statements of each dialect are written for
 // its form.
 
-func (m *Module[TTx]) int64s(v []int64) any { return keelsql.ArrayOf(v) }
+func int64s(v []int64) any { return keelsql.ArrayOf(v) }
 
-func (m *Module[TTx]) strs(v []string) any { return keelsql.ArrayOf(v) }
+func strs(v []string) any { return keelsql.ArrayOf(v) }
 
-func (m *Module[TTx]) times(v []time.Time) any { return keelsql.ArrayOf(v) }
+func times(v []time.Time) any { return keelsql.ArrayOf(v) }
 
-// sql returns the dialect's statement by name.
-func (m *Module[TTx]) sql(name string) string { return m.q.Get(name) }
+type scanner interface{ Scan(...any) error }
 
 const reservationColumns = 25
 
-func scanReservation(row interface{ Scan(...any) error }) (*Reservation, error) {
+func scanReservation(row scanner) (*Reservation, error) {
 	r := &Reservation{}
 	var state string
 	err := row.Scan(&r.ID, &r.SlotID, &r.ResourceID, &r.CategoryID, &r.UserID, &state, &r.StartsAt, &r.EndsAt,
@@ -61,4 +82,19 @@ func notFound(err error) error {
 		return keeltype.ErrNotFound
 	}
 	return err
+}
+
+// one scans a single value of a one-column, one-row statement.
+func one[T any](row keelsql.Row) (T, error) {
+	var v T
+	err := row.Scan(&v)
+	return v, err
+}
+
+// ids scans a list of ids.
+func scanIDs(rows keelsql.Rows, err error) ([]int64, error) {
+	return keelsql.CollectRows(rows, err, func(r keelsql.Rows) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
+	})
 }

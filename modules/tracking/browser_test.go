@@ -1,24 +1,16 @@
 package tracking
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelsql"
-	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/modules/tracking/domain"
-	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/auth"
-	"github.com/keelwork/keel/server/migration"
 )
 
 // TestTrackingConsoleInBrowser drives Chromium through Keel's real server
@@ -28,9 +20,7 @@ import (
 // with both shares and their breakers.
 func TestTrackingConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-		return append(migration.Lines(dialect), lines(dialect)...)
-	}})
+	d, schema := browsertest.Postgres(t, lines)
 	e := &env[pgx.Tx]{driver: d, db: keelsql.Pgx(d.Pool()), schema: schema, clock: &clock{t: t0}}
 	c := domain.DemoCarriers()[0]
 	s := simCarrier(t, &c)
@@ -43,27 +33,8 @@ func TestTrackingConsoleInBrowser(t *testing.T) {
 	ingestOne(t, m, c.Code, `{"events":[{"event_id":"`+evs[0].EventID+`","waybill":"WB9001","seq":1,"code":"`+evs[0].Code+`","occurred_at":"`+evs[0].OccurredAt+`","location":"深圳"}]}`)
 	ingestOne(t, m, c.Code, `{"events":[{"event_id":"`+evs[2].EventID+`","waybill":"WB9001","seq":3,"code":"`+evs[2].Code+`","occurred_at":"`+evs[2].OccurredAt+`","location":"洛杉矶"}]}`)
 
-	db := stdlib.OpenDBFromPool(d.Pool())
-	t.Cleanup(func() { _ = db.Close() })
-	store := auth.NewStore(db, "postgres", auth.AuditedTxOf(e.db, in.client))
-	srv, err := server.New(&server.Config{Addr: "127.0.0.1:0", Engine: in.client, Auth: store,
-		Logger: slog.New(slog.DiscardHandler), Modules: []module.Web{m}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	token, _, err := store.CreateToken(context.Background(), "ops-li", auth.RoleOperator, "test", "browser test fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := srv.URL()
+	srv := browsertest.Serve(t, d.Pool(), e.db, in.client, m)
+	token, base := srv.Token("ops-li", auth.RoleOperator), srv.Base
 
 	br := browsertest.New(t, 90*time.Second)
 	br.Login(base, token)

@@ -10,8 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
-	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/modules/tracking/ingest"
 	"github.com/keelwork/keel/modules/tracking/sim"
@@ -25,50 +23,89 @@ func quotaCarrier() domain.Carrier {
 	return c
 }
 
+// scaledCarrier is demo carrier code with its quota and shares divided by
+// 20, as quotaCarrier does for the seed's carrier.
+func scaledCarrier(t *testing.T, code string) domain.Carrier {
+	for _, c := range domain.DemoCarriers() {
+		if c.Code == code {
+			c.Quota, c.RealtimeShare, c.BackfillShare, c.MaxConcurrent = c.Quota/20, c.RealtimeShare/20, c.BackfillShare/20, 4
+			return c
+		}
+	}
+	t.Fatalf("no demo carrier %q", code)
+	return domain.Carrier{}
+}
+
+// TestTrackingQuotaPerCarrier reports and checks the quota accuracy of each
+// demo carrier whose events carry a sequence (a gap, hence a backfill, is
+// a missing sequence number: the postal ePacket route carries none, so it
+// never backfills and its realtime share is the limiter checked above),
+// each scaled by 1/20 and measured at its own simulator: the same checks as
+// TestTrackingQuotaShares, with 4 s of backfill work on each share.
+func TestTrackingQuotaPerCarrier(t *testing.T) {
+	for _, code := range []string{"cnhub", "swiftx"} {
+		t.Run(code, func(t *testing.T) {
+			t.Parallel()
+			d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: lines})
+			e := &env[pgx.Tx]{driver: d, db: keelsqlPgx(d), schema: schema, clock: &clock{t: t0}}
+			testQuotaShares(t, e, scaledCarrier(t, code), nil)
+		})
+	}
+}
+
 // TestTrackingQuotaShares is the seed's 20,000 gaps on a 200/s backfill
 // share (at least 100 s), scaled by 1/20 in rate and 1/500 in gaps: 40 gaps
 // on a 10/s share take at least 3.9 s, and measured at the simulator no
 // one-second window holds more than a share's rate or the quota, the
 // simulator never answers 429, and realtime queries on their own share
 // finish at their own pace while the backfill backlog waits. On PostgreSQL
-// two engine clients (two processes' worth of claimers) share the work; on
+// two Keel processes share the work: the test's own and a second OS process
+// (startProcess) on the same schema, both claiming under the one quota; on
 // SQLite, one.
 func TestTrackingQuotaShares(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: lines})
 		e := &env[pgx.Tx]{driver: d, db: keelsqlPgx(d), schema: schema, clock: &clock{t: t0}}
-		// A second driver on the same schema: the other process.
-		other, err := keelpgx.Open(context.Background(), testdb.PostgresURL(t), &keelpgx.Config{Schema: schema})
-		if err != nil {
-			t.Fatal(err)
+		dsn := testdb.PostgresURL(t)
+		var other *proc
+		testQuotaShares(t, e, quotaCarrier(), func(c domain.Carrier) {
+			other = startProcess(t, dsn, schema, "quota-1", []domain.Carrier{c})
+		})
+		// Both processes claimed under the one quota (the windows above
+		// were measured over both): the other one completed jobs too.
+		if n := other.Completed(t); n == 0 {
+			t.Errorf("the second Keel process completed no job: the quota was not shared across processes")
+		} else {
+			t.Logf("the second Keel process completed %d jobs", n)
 		}
-		t.Cleanup(func() { _ = other.Close() })
-		testQuotaShares(t, e, []keeldriver.Driver[pgx.Tx]{d, other})
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: lines})
 		e := &env[*sql.Tx]{driver: d, db: keelsqlSQLite(d), clock: &clock{t: t0}}
-		testQuotaShares(t, e, []keeldriver.Driver[*sql.Tx]{d})
+		testQuotaShares(t, e, quotaCarrier(), nil)
 	})
 }
 
-func testQuotaShares[TTx any](t *testing.T, e *env[TTx], drivers []keeldriver.Driver[TTx]) {
+// testQuotaShares runs one instance in the test process; other, when not
+// nil, starts the other Keel process once the carrier's simulator is up.
+func testQuotaShares[TTx any](t *testing.T, e *env[TTx], c domain.Carrier, other func(domain.Carrier)) {
 	ctx := context.Background()
-	c := quotaCarrier()
 	s := simCarrier(t, &c)
 	// The carrier holds what it granted each share, as it holds the quota:
 	// a query past either is answered 429 at the carrier's side, so the
 	// limits hold there whatever delays a loaded machine puts between our
 	// claims and its meter; our claims' pacing only keeps those 429s rare.
 	s.ShareQuota = map[string]float64{"realtime": c.RealtimeShare, "backfill": c.BackfillShare}
-	const gaps, realtime = 40, 15
-	var insts []*instance[TTx]
-	for i, d := range drivers {
-		insts = append(insts, startInstance(t, e, d, fmt.Sprintf("quota-%d", i), []domain.Carrier{c}))
+	// Four seconds of backfill work on its share, and a second of realtime
+	// work on its own (40 and 15 for the seed's carrier).
+	gaps, realtime := int(4*c.BackfillShare), int(c.RealtimeShare)
+	inst := startInstance(t, e, e.driver, "quota-0", []domain.Carrier{c})
+	if other != nil {
+		other(c)
 	}
-	m := insts[0].m
+	m := inst.m
 	gapParcels(t, m, s, "QS", gaps)
 	// Realtime queries arrive while the backfill backlog is deep.
 	cc, _ := m.carrier(c.Code)
@@ -78,7 +115,7 @@ func testQuotaShares[TTx any](t *testing.T, e *env[TTx], drivers []keeldriver.Dr
 		wb := fmt.Sprintf("RT%05d", i) // parcels without gaps: realtime must not fill the backfill's work
 		s.AddParcel(sim.Journey(s.Config, wb, 3, time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC), time.Hour)...)
 		rt = append(rt, wb)
-		if _, err := insts[i%len(insts)].client.InsertMany(ctx, []keelInsert{ingest.RealtimeJob(cc, wb, "rt-"+wb)}); err != nil {
+		if _, err := inst.client.InsertMany(ctx, []keelInsert{ingest.RealtimeJob(cc, wb, "rt-"+wb)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,8 +136,8 @@ func testQuotaShares[TTx any](t *testing.T, e *env[TTx], drivers []keeldriver.Dr
 	}
 	span := bf[len(bf)-1].Sub(bf[0])
 	minSpan := time.Duration(float64(gaps-1) / c.BackfillShare * float64(time.Second))
-	t.Logf("%d gaps on a %.0f/s share: %s; realtime %d queries in %s; max 1 s windows: backfill %d, realtime %d, total %d; 429s %d",
-		gaps, c.BackfillShare, span.Round(time.Millisecond), realtime, rtTook.Round(time.Millisecond),
+	t.Logf("%s: %d gaps on a %.0f/s share: %s; realtime %d queries in %s; max 1 s windows: backfill %d, realtime %d, total %d; 429s %d",
+		c.Code, gaps, c.BackfillShare, span.Round(time.Millisecond), realtime, rtTook.Round(time.Millisecond),
 		st.MaxWindowShare["backfill"], st.MaxWindowShare["realtime"], st.MaxWindow, st.Refused)
 	if span < minSpan {
 		t.Errorf("%d gaps took %s on a %.0f/s share; at least %s", gaps, span, c.BackfillShare, minSpan)

@@ -83,12 +83,14 @@ func (h *Handler) limitDelete(w http.ResponseWriter, r *http.Request) (int, any,
 	return http.StatusNoContent, nil, nil
 }
 
-// keyList: GET /flow/keys?prefix=&paused=&tripped=&cursor=&limit=, key order.
+// keyList: GET /flow/keys?prefix=&paused=&tripped=&finished=&cursor=&limit=,
+// key order. The keys of finished batches are left out unless finished=true.
 func (h *Handler) keyList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	q := newQuery(r, "prefix", "paused", "tripped", "after", "cursor", "limit")
+	q := newQuery(r, "prefix", "paused", "tripped", "finished", "after", "cursor", "limit")
 	after, _ := q.cursor("k")
 	p := &keel.FlowKeyListParams{Prefix: q.text("prefix", 256), After: after,
-		OnlyPaused: q.boolean("paused"), OnlyTripped: q.boolean("tripped"), Limit: q.limit() + 1}
+		OnlyPaused: q.boolean("paused"), OnlyTripped: q.boolean("tripped"), HideFinishedBatches: !q.boolean("finished"),
+		Limit: q.limit() + 1}
 	if q.Err != nil {
 		return 0, nil, q.Err
 	}

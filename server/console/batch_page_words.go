@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 )
 
 // fieldWords name the fields a batch's filter and preview commonly hold
@@ -63,6 +66,8 @@ func fieldsOf(v *view, raw json.RawMessage) []field {
 		name := k
 		if w, ok := fieldWords[k]; ok {
 			name = pick(v.Lang, w, true, k)
+		} else if st := stateWord(v.Lang, keeltype.JobState(k)); st != k {
+			name = st // a by_state count of the engine's job states
 		} else {
 			name = strings.ReplaceAll(k, "_", " ")
 		}
@@ -77,7 +82,7 @@ func valueWords(v *view, x any) string {
 		return ""
 	case string:
 		if ts, err := time.Parse(time.RFC3339Nano, t); err == nil {
-			return when(ts)
+			return web.TimeZoned(v.Lang, ts) // a time in a line of words: with its zone
 		}
 		return t
 	case float64:
@@ -131,30 +136,9 @@ func subjectWord(s string) string {
 	return "0"
 }
 
-// durationWords says a duration in words: 6 分 29 秒, 6 min 29 s.
-func durationWords(lang string, d time.Duration) string {
-	if d <= 0 {
-		return "—"
-	}
-	d = d.Round(time.Second)
-	h, m, s := int64(d/time.Hour), int64(d%time.Hour/time.Minute), int64(d%time.Minute/time.Second)
-	units := [3][2]string{{"小时", "h"}, {"分", "min"}, {"秒", "s"}}
-	var parts []string
-	for i, n := range []int64{h, m, s} {
-		if n == 0 && (len(parts) == 0 || i == 2) {
-			continue
-		}
-		if lang == langEN {
-			parts = append(parts, fmt.Sprintf("%d %s", n, units[i][1]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d %s", n, units[i][0]))
-		}
-	}
-	if len(parts) == 0 {
-		return pick(lang, [2]string{"不到 1 秒", "under 1 s"}, true, "")
-	}
-	return strings.Join(parts, " ")
-}
+// durationWords says a duration in words (6 分 29 秒, 6 min 29 s): the
+// one formatter, module/web's.
+func durationWords(lang string, d time.Duration) string { return web.Duration(lang, d) }
 
 // previewFields are a preview's counts; the filter, snapshot and creator
 // are shown on their own lines and its token is not the operator's to read.

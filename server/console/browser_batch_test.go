@@ -16,8 +16,9 @@ import (
 
 // TestBatchPageInWords opens a batch's detail in Chromium in both
 // languages: its filter and preview counts are named lines an operator
-// reads, not JSON or a digest, and the raw value (with its sha256) waits
-// in a closed "raw value" detail.
+// reads, not JSON or a digest, its kind is named in words, and the raw
+// value (with its fingerprint, explained) waits in a closed "raw value"
+// detail; the batch list names the kind too.
 func TestBatchPageInWords(t *testing.T) {
 	e := servertest.SQLite(t)
 	id, err := e.CreateBatch(context.Background(), "token:browser", "browser test incident", 4)
@@ -28,8 +29,8 @@ func TestBatchPageInWords(t *testing.T) {
 	br := browsertest.New(t, 60*time.Second)
 	br.Login(base, e.Tokens[auth.RoleOperator])
 	words := map[string][]string{
-		"zh": {"标签", "命中记录", "将处理", "原始值"},
-		"en": {"tag", "matching records", "to process", "Raw value"},
+		"zh": {"标签", "命中记录", "将处理", "原始值", "测试条目批次"},
+		"en": {"tag", "matching records", "to process", "Raw value", "Test item batch"},
 	}
 	for _, lang := range []string{"zh", "en"} {
 		br.Do(lang+" batch", chromedp.Navigate(base+"/batches/"+strconv.FormatInt(id, 10)+"?lang="+lang),
@@ -46,7 +47,7 @@ func TestBatchPageInWords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, raw := range []string{"{", "\"", "sha256", "rule_skipped"} {
+		for _, raw := range []string{"{", "\"", "sha256", "SHA-256", "rule_skipped", "servertest.items"} {
 			if strings.Contains(shown, raw) {
 				t.Errorf("%s: the batch information shows %q outside its raw detail:\n%s", lang, raw, shown)
 			}
@@ -57,6 +58,10 @@ func TestBatchPageInWords(t *testing.T) {
 		}
 		if open {
 			t.Errorf("%s: the raw value is shown open", lang)
+		}
+		br.Do(lang+" batches", chromedp.Navigate(base+"/batches?lang="+lang), chromedp.WaitVisible(chromedp.CSS("td.bkind")))
+		if kind := br.Text(lang+" batch kind in the list", "td.bkind"); kind != words[lang][4] {
+			t.Errorf("%s: the batch list shows the kind as %q", lang, kind)
 		}
 	}
 }

@@ -52,7 +52,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"job", "/jobs/" + strconv.FormatInt(ids[0], 10), "已取消"},
 		{"queues", "/queues", "队列"},
 		{"keys", "/keys", "流控键"},
-		{"audit", "/audit", "job.cancel"},
+		{"audit", "/audit", "取消任务"},
 		{"batches", "/batches", "执行中"},
 		{"batch", batchPath, "排队"},
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/server/api"
 )
 
@@ -22,15 +24,28 @@ var funcs = template.FuncMap{
 	"pct":      func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
 	"rate1":    func(f float64) string { return fmt.Sprintf("%.2f", f) },
 	"when":     when,
-	"whenp":    func(t *time.Time) string { return whenPtr(t) },
-	"age":      age,
-	"fields":   fieldsOf,
-	"pfields":  previewFields,
-	"subject":  subjectWord,
-	"pretty":   pretty,
-	"why":      why,
-	"esc":      url.PathEscape,
-	"chart":    chart,
+	"thead": func(v *view, key string) string {
+		return web.TimeHead(v.Lang, word("zh", key), word("en", key), beijing)
+	},
+	"whenp": func(t *time.Time) string { return whenPtr(t) },
+	// whenz is a time outside a time column (in a sentence): with its zone.
+	"whenz":   func(v *view, t any) string { return web.TimeZoned(v.Lang, t) },
+	"age":     func(v *view, seconds float64) string { return age(v.Lang, seconds) },
+	"dur":     durText,
+	"action":  func(v *view, a string) string { return web.ActionWord(v.Lang, a) },
+	"actor":   func(v *view, a string) string { return web.ActorWord(v.Lang, a) },
+	"bkind":   func(v *view, k string) string { return web.BatchKindWord(v.Lang, k) },
+	"target":  func(v *view, a string) string { return web.TargetWord(v.Lang, a) },
+	"wait":    func(v *view, r string) string { return web.WaitReasonWord(v.Lang, r) },
+	"reason":  reasonWord,
+	"eclass":  func(v *view, c any) string { return web.ErrorClassWord(v.Lang, keeltype.ErrorClass(fmt.Sprint(c))) },
+	"fields":  fieldsOf,
+	"pfields": previewFields,
+	"subject": subjectWord,
+	"pretty":  pretty,
+	"why":     why,
+	"esc":     url.PathEscape,
+	"chart":   chart,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -57,15 +72,11 @@ func breakerWord(v *view, b keeltype.BreakerState) string {
 	return w[0]
 }
 
-// beijing is how times are shown: operators read Beijing time.
-var beijing = time.FixedZone("UTC+8", 8*3600)
+// beijing is how times are shown: operators read Beijing time (the
+// module kit's one display zone).
+var beijing = web.DisplayZone
 
-func when(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.In(beijing).Format("2006-01-02 15:04:05")
-}
+func when(t time.Time) string { return web.Time(t) }
 
 func whenPtr(t *time.Time) string {
 	if t == nil {
@@ -74,11 +85,18 @@ func whenPtr(t *time.Time) string {
 	return when(*t)
 }
 
-func age(seconds float64) string {
-	if seconds <= 0 {
-		return "—"
+// age is a queue's or key's oldest waiting age in words (6 分 29 秒).
+func age(lang string, seconds float64) string {
+	return web.Duration(lang, time.Duration(seconds*float64(time.Second)))
+}
+
+// durText says a Go duration the API carries as text ("30s") in words.
+func durText(v *view, s string) string {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return s
 	}
-	return (time.Duration(seconds) * time.Second).String()
+	return web.Duration(v.Lang, d)
 }
 
 func pretty(raw json.RawMessage) string {
@@ -102,7 +120,7 @@ func why(v *view, j *api.Job) string {
 	}
 	switch j.State {
 	case keeltype.JobStateWaiting:
-		return word(v.Lang, "wait_reason") + ": " + j.WaitReason
+		return word(v.Lang, "wait_reason") + ": " + web.WaitReasonWord(v.Lang, j.WaitReason)
 	case keeltype.JobStateSkipped:
 		return word(v.Lang, "skip_reason") + ": " + resultText(j.Result)
 	case keeltype.JobStateFailed, keeltype.JobStateManual, keeltype.JobStateRetryable, keeltype.JobStateUnknown:
@@ -127,4 +145,20 @@ func resultText(raw json.RawMessage) string {
 		return "—"
 	}
 	return string(raw)
+}
+
+// reasonWord says a reason the system wrote in words (by the code in the
+// audit context, or by its text for older rows); a person's reason, and
+// anything without registered words, reads as written. action's namespace
+// ("reservation.slot_create") picks the module whose words apply.
+func reasonWord(v *view, text string, action string, raw json.RawMessage) string {
+	var ctx map[string]any
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &ctx)
+	}
+	scope, _, ok := strings.Cut(action, ".")
+	if !ok || scope == "batch" || scope == "flowkey" || scope == "job" || scope == "queue" {
+		scope = ""
+	}
+	return web.ReasonWord(v.Lang, scope, text, ctx)
 }

@@ -56,6 +56,15 @@ func (c *Console) modulePage(w http.ResponseWriter, r *http.Request, v *view,
 		mv.Actor = v.Principal.Actor()
 		mv.Role = moduleRole(v.Principal.Role)
 	}
+	// ?lang= is the console's (the layout's language switch adds it to any
+	// page): the module has it as View.Lang, and a module that refuses
+	// query parameters it does not know must not refuse the switch.
+	if q := r.URL.Query(); q.Has("lang") {
+		q.Del("lang")
+		r2 := r.Clone(r.Context())
+		r2.URL.RawQuery = q.Encode()
+		r = r2
+	}
 	out, err := handle(w, r, mv)
 	if err != nil || out == nil {
 		return err

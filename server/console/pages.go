@@ -39,11 +39,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) erro
 		return err
 	}
 	d := &overviewData{Samples: c.sampler.snapshot(), Every: c.sampler.every, Queues: qs, Cards: c.cards(ctx, v.Lang)}
-	tripped, err := c.cfg.Engine.FlowKeyList(ctx, &keel.FlowKeyListParams{OnlyTripped: true, Limit: 20})
+	tripped, err := c.cfg.Engine.FlowKeyList(ctx, &keel.FlowKeyListParams{OnlyTripped: true, HideFinishedBatches: true, Limit: 20})
 	if err != nil {
 		return err
 	}
-	paused, err := c.cfg.Engine.FlowKeyList(ctx, &keel.FlowKeyListParams{OnlyPaused: true, Limit: 20})
+	paused, err := c.cfg.Engine.FlowKeyList(ctx, &keel.FlowKeyListParams{OnlyPaused: true, HideFinishedBatches: true, Limit: 20})
 	if err != nil {
 		return err
 	}
@@ -221,17 +221,20 @@ type keysData struct {
 	Prefix  string
 	Paused  bool
 	Tripped bool
-	Next    string
+	// Finished also lists the keys of finished batches.
+	Finished bool
+	Next     string
 }
 
 func (c *Console) keys(w http.ResponseWriter, r *http.Request, v *view) error {
 	q := r.URL.Query()
-	d := &keysData{Prefix: q.Get("prefix"), Paused: q.Get("paused") == "1", Tripped: q.Get("tripped") == "1"}
+	d := &keysData{Prefix: q.Get("prefix"), Paused: q.Get("paused") == "1", Tripped: q.Get("tripped") == "1",
+		Finished: q.Get("finished") == "1"}
 	if len(d.Prefix) > 256 || len(q.Get("after")) > 256 {
 		return badInput("prefix longer than 256 bytes")
 	}
 	rows, err := c.cfg.Engine.FlowKeyList(r.Context(), &keel.FlowKeyListParams{Prefix: d.Prefix, After: q.Get("after"),
-		OnlyPaused: d.Paused, OnlyTripped: d.Tripped, Limit: pageSize + 1})
+		OnlyPaused: d.Paused, OnlyTripped: d.Tripped, HideFinishedBatches: !d.Finished, Limit: pageSize + 1})
 	if err != nil {
 		return err
 	}
@@ -243,6 +246,9 @@ func (c *Console) keys(w http.ResponseWriter, r *http.Request, v *view) error {
 			}
 			if d.Tripped {
 				nq.Set("tripped", "1")
+			}
+			if d.Finished {
+				nq.Set("finished", "1")
 			}
 			d.Next = "/keys?" + nq.Encode()
 			break

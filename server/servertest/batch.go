@@ -8,7 +8,13 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/module/web"
 )
+
+// The console names the test batches' kind like a module's.
+func init() {
+	web.RegisterBatchKinds(map[string][2]string{"servertest.items": {"测试条目批次", "Test item batch"}})
+}
 
 // ItemArgs is the job kind of test batch items (no worker runs it).
 type ItemArgs struct {

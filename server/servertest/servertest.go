@@ -38,6 +38,12 @@ type Env struct {
 	CreateBatch func(ctx context.Context, actor, reason string, n int) (int64, error)
 	// Digest digests every table (see Digest).
 	Digest func() string
+	// DB is the test database, for a test that must put rows in a state
+	// no route produces (counters that drifted from their items).
+	DB *sql.DB
+	// ReconcileBatch recounts a batch's counters from its items and
+	// repairs them, as the engine's reconciliation does.
+	ReconcileBatch func(ctx context.Context, id int64) error
 }
 
 var lines = &testdb.Options{Lines: migration.Lines}
@@ -99,6 +105,11 @@ func build[TTx any](t testing.TB, name string, d keeldriver.Driver[TTx], db *sql
 			return res.Job.ID, nil
 		}}
 	e.Digest = Digest(t, db, d.Dialect())
+	e.DB = db
+	e.ReconcileBatch = func(ctx context.Context, id int64) error {
+		_, err := client.BatchReconcile(ctx, id, true)
+		return err
+	}
 	items := &itemTable{db: db}
 	e.CreateBatch = func(ctx context.Context, actor, reason string, n int) (int64, error) {
 		return items.createBatch(ctx, clientOf[TTx]{client}, actor, reason, n)

@@ -73,6 +73,16 @@ FROM keel_events_bus_message WHERE seq = ANY($1::bigint[]);
 -- delivery.
 DELETE FROM keel_events_bus_delivery WHERE consumer = $1 AND seq = $2 AND attempt = $3;
 
+-- name: BusAckMany
+-- BusAck for the deliveries ($2, attempts $3 at the same positions) whose
+-- handlers returned meanwhile: one statement and one commit for all, not a
+-- commit each (at 500 deliveries/s those commits were the drain's bound).
+-- The keys are looked up by the primary key; the attempts are matched per
+-- row, not joined, so no plan can start from a scan of the deliveries.
+DELETE FROM keel_events_bus_delivery d
+WHERE d.consumer = $1 AND d.seq = ANY($2::bigint[])
+  AND d.attempt = ($3::integer[])[array_position($2::bigint[], d.seq)];
+
 -- name: BusNack
 UPDATE keel_events_bus_delivery SET available_at = $4, lease_owner = ''
 WHERE consumer = $1 AND seq = $2 AND attempt = $3;

@@ -64,7 +64,7 @@ WHERE id = $1 AND state = $2;
 -- name: DiscrepancyNotSeen
 -- This reconciler's discrepancies a run did not find, still in a state the
 -- run settles (verified, resolved and rejected-and-gone are final).
-SELECT id, state FROM keel_recon_discrepancy
+SELECT id, state, class, key FROM keel_recon_discrepancy
 WHERE reconciler = $1 AND last_run_id < $2 AND state NOT IN ('verified', 'resolved')
 ORDER BY id;
 

@@ -6,12 +6,12 @@ RETURNING id;
 -- name: RunFinish
 UPDATE keel_recon_run
 SET state = ?2, finished_at = ?3, compared = ?4, found = ?5, totals = ?6, digest = ?7, applied = ?8,
-    opened = ?9, healed = ?10, verified = ?11, resolved = ?12, reopened = ?13, error = ?14
+    opened = ?9, healed = ?10, verified = ?11, resolved = ?12, reopened = ?13, error = ?14, scope = ?15
 WHERE id = ?1 AND state = 'running';
 
 -- name: RunColumns
 id, reconciler, rule_version, cutoff, trigger, requested_by, state, started_at, finished_at, compared, found,
-totals, digest, applied, opened, healed, verified, resolved, reopened, error, instance
+totals, digest, applied, opened, healed, verified, resolved, reopened, error, instance, scope
 
 -- name: RunGet
 SELECT

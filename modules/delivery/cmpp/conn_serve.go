@@ -1,5 +1,11 @@
 package cmpp
 
+import (
+	"errors"
+	"net"
+	"syscall"
+)
+
 // readEnd is why the read loop stopped. err is nil for a clean TERMINATE
 // exchange; replySeq is set when the client sent TERMINATE and is owed a
 // TERMINATE_RESP.
@@ -34,9 +40,14 @@ func (c *Conn) teardown(end readEnd) {
 		}
 	}
 	err := c.s.Finish(end.err)
-	if err != nil {
+	switch {
+	case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed):
+		// The peer went away (its stop, its crash): a disconnect, not a
+		// fault of this side; what was in flight is settled by the ACK rules.
+		c.log.Info("cmpp disconnected: the peer closed the connection", "err", err)
+	case err != nil:
 		c.log.Warn("cmpp disconnected", "err", err)
-	} else {
+	default:
 		c.log.Info("cmpp disconnected")
 	}
 	c.srv.cfg.Handler.Disconnected(c, err)

@@ -101,8 +101,8 @@ type Granted struct {
 }
 
 // ReserveMany runs the coalesced statement over the pairs (each once);
-// on PostgreSQL, with several pairs, their rows are first locked in one
-// order. A pair with no stock row is absent from the result.
+// on PostgreSQL the statement first locks their rows in one order. A pair
+// with no stock row is absent from the result.
 func (s *Store) ReserveMany(ctx context.Context, q keelsql.Querier, pairs []PairRequests, now time.Time) (map[[2]string]Granted, error) {
 	whs, skus := make([]string, len(pairs)), make([]string, len(pairs))
 	var cum []int64
@@ -112,11 +112,6 @@ func (s *Store) ReserveMany(ctx context.Context, q keelsql.Querier, pairs []Pair
 		lo[i] = int64(len(cum)) + 1
 		cum = append(cum, p.Cum...)
 		hi[i] = int64(len(cum))
-	}
-	if s.pg && len(pairs) > 1 {
-		if _, err := q.Exec(ctx, s.q.Get("StockLockMany"), keelsql.ArrayOf(whs), keelsql.ArrayOf(skus)); err != nil {
-			return nil, fmt.Errorf("locking %d balances: %w", len(pairs), err)
-		}
 	}
 	rows, err := q.Query(ctx, s.q.Get("StockReserveMany"), keelsql.ArrayOf(whs), keelsql.ArrayOf(skus), keelsql.ArrayOf(cum),
 		keelsql.ArrayOf(lo), keelsql.ArrayOf(hi), now)
@@ -353,6 +348,44 @@ func (s *Store) Finish(ctx context.Context, q keelsql.Querier, hs []HistoryRow, 
 	}
 	if _, err := q.Exec(ctx, s.q.Get("FinishMany"), arg, at, keelsql.ArrayOf(keys), keelsql.ArrayOf(results)); err != nil {
 		return fmt.Errorf("recording %d steps and results: %w", len(hs), err)
+	}
+	return nil
+}
+
+// Pick is a confirmed reservation's pick task.
+type Pick struct {
+	Reservation, Ledger int64
+	Warehouse, SKU      string
+	Qty                 int64
+}
+
+// InsertPicks writes pick tasks in one statement; a reservation's task
+// already written is left as it is.
+func (s *Store) InsertPicks(ctx context.Context, q keelsql.Querier, ps []Pick, at time.Time) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	var err error
+	if s.pg {
+		n := len(ps)
+		rs, ls, whs, skus, qs := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n), make([]int64, n)
+		for i, p := range ps {
+			rs[i], ls[i], whs[i], skus[i], qs[i] = p.Reservation, p.Ledger, p.Warehouse, p.SKU, p.Qty
+		}
+		_, err = q.Exec(ctx, s.q.Get("PickInsertMany"), keelsql.ArrayOf(rs), keelsql.ArrayOf(ls), keelsql.ArrayOf(whs),
+			keelsql.ArrayOf(skus), keelsql.ArrayOf(qs), at)
+	} else {
+		list := make([][5]any, len(ps))
+		for i, p := range ps {
+			list[i] = [5]any{p.Reservation, p.Ledger, p.Warehouse, p.SKU, p.Qty}
+		}
+		var arg string
+		if arg, err = jsonArg(list); err == nil {
+			_, err = q.Exec(ctx, s.q.Get("PickInsertMany"), arg, at)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing %d pick tasks: %w", len(ps), err)
 	}
 	return nil
 }

@@ -434,15 +434,16 @@ func (s *Service[TTx]) settle(ctx context.Context, tx keelsql.Tx[TTx], c *domain
 	}
 	// One change per waybill and transaction: the revisions in between
 	// were never committed on their own; the payload lists each step.
+	// The push's events go out in one statement (the outbox's multi-row
+	// insert), changes first, then details, in the order they were decided.
+	var evs []keelevents.Event
 	for _, a := range p.applies {
 		steps := p.changed[a.Waybill]
 		if len(steps) == 0 {
 			continue
 		}
-		if err := s.emit(ctx, tx, TopicChanged, c.Code, a.Waybill, "r"+strconv.FormatInt(a.Next.Revision, 10),
-			changePayload(c.Code, a, steps)); err != nil {
-			return err
-		}
+		evs = append(evs, change(TopicChanged, c.Code, a.Waybill, "r"+strconv.FormatInt(a.Next.Revision, 10),
+			changePayload(c.Code, a, steps)))
 	}
 	for _, it := range p.items {
 		res := it.res
@@ -451,9 +452,10 @@ func (s *Service[TTx]) settle(ctx context.Context, tx keelsql.Tx[TTx], c *domain
 		}
 		pl, _ := json.Marshal(map[string]any{"carrier": c.Code, "waybill": it.row.Waybill, "raw_id": res.RawID, "seq": it.row.Seq,
 			"milestone": res.Milestone, "revision": res.Revision, "gap_closed": res.GapClosed})
-		if err := s.emit(ctx, tx, TopicDetail, c.Code, it.row.Waybill, "e"+strconv.FormatInt(res.RawID, 10), pl); err != nil {
-			return err
-		}
+		evs = append(evs, change(TopicDetail, c.Code, it.row.Waybill, "e"+strconv.FormatInt(res.RawID, 10), pl))
+	}
+	if err := s.emitAll(ctx, tx, evs); err != nil {
+		return err
 	}
 	return s.queue(ctx, tx, jobs)
 }
@@ -553,14 +555,26 @@ func changePayload(carrier string, a store.Apply, steps []*item) json.RawMessage
 	return b
 }
 
-func (s *Service[TTx]) emit(ctx context.Context, tx keelsql.Tx[TTx], topic, carrier, waybill, suffix string, payload json.RawMessage) error {
+// change is the event of one waybill's change: keyed by the waybill, so
+// its events keep their order for consumers; its id is stable (a retried
+// push emits the same id, which the outbox turns into a no-op).
+func change(topic, carrier, waybill, suffix string, payload json.RawMessage) keelevents.Event {
+	key := carrier + ":" + waybill
+	return keelevents.Event{Topic: topic, ID: key + ":" + suffix, Key: key, Payload: payload}
+}
+
+// emitAll writes a push's events in its transaction, in one statement per
+// keelevents.MaxEmitMany events.
+func (s *Service[TTx]) emitAll(ctx context.Context, tx keelsql.Tx[TTx], evs []keelevents.Event) error {
 	if s.Events == nil {
 		return nil
 	}
-	key := carrier + ":" + waybill
-	err := s.Events.EmitTx(ctx, tx, keelevents.Event{Topic: topic, ID: key + ":" + suffix, Key: key, Payload: payload})
-	if err != nil {
-		return fmt.Errorf("emitting %s for %s: %w", topic, key, err)
+	for len(evs) > 0 {
+		n := min(len(evs), keelevents.MaxEmitMany)
+		if err := s.Events.EmitManyTx(ctx, tx, evs[:n]); err != nil {
+			return fmt.Errorf("emitting %d changes: %w", n, err)
+		}
+		evs = evs[n:]
 	}
 	return nil
 }

@@ -90,6 +90,19 @@ SELECT id FROM export_tasks WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR user_
 -- name: RunningTenants
 SELECT DISTINCT tenant FROM export_tasks WHERE state = 'running';
 
+-- name: OldWaitingTenants
+-- Tenants with a running task created at or before the cutoff that still
+-- has a shard no executor has adopted: the claims the reserved share serves.
+SELECT DISTINCT t.tenant FROM export_tasks t
+WHERE t.state = 'running' AND t.created_at <= $1
+  AND EXISTS (SELECT 1 FROM export_shards s WHERE s.task_id = t.id AND s.state = 'pending');
+
+-- name: CapLock
+-- Takes the row lock of one in-flight scope (a tenant, or a tenant's user)
+-- for the rest of the transaction, creating the row on first use: requests
+-- of the same scope count their running tasks one after the other.
+INSERT INTO export_caps (scope) VALUES ($1) ON CONFLICT (scope) DO UPDATE SET scope = excluded.scope;
+
 -- name: ShardsOf
 SELECT shard_no, lo, hi, state, coalesce(job_id, 0), fence, owner, cursor, rows, bytes, chunks, sha256,
     stale_refused, settled, note, updated_at
@@ -110,6 +123,9 @@ SELECT state, fence FROM export_shards WHERE task_id = $1 AND shard_no = $2;
 -- condition: an executor that lost the shard changes nothing.
 UPDATE export_shards SET cursor = $4, rows = $5, bytes = $6, chunks = $7 + 1, sha_state = $8, updated_at = $9
 WHERE task_id = $1 AND shard_no = $2 AND fence = $3 AND state = 'running' AND chunks = $7;
+
+-- name: ChunkSums
+SELECT sha256 FROM export_chunks WHERE task_id = $1 AND shard_no = $2 ORDER BY chunk_no;
 
 -- name: ChunkInsert
 INSERT INTO export_chunks (task_id, shard_no, chunk_no, object_key, first_id, last_id, rows, bytes, sha256)

@@ -84,3 +84,38 @@ SELECT payment_no, state FROM pay_payment WHERE payment_no = $1 OR transaction_i
 
 -- name: PaymentPaidOfOrder
 SELECT payment_no FROM pay_payment WHERE order_id = $1 AND state = 'paid' ORDER BY payment_no LIMIT 1;
+
+-- name: PaymentSucceedMany
+-- A batch of verified first successes (the callback group commit), one
+-- per payment: the conditional move 待支付 → 支付成功 of each payment
+-- whose channel, merchant, app, amount and currency match and whose
+-- transaction id pays no other payment, with, in the same statement, the
+-- moved payments' history rows and callback evidence. A row that matches
+-- nothing is left for the one-callback path, which classifies it. Returns
+-- what the outbox event of each moved payment carries.
+WITH n AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[],
+                         $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[], $13::text[],
+                         $14::text[])
+        AS n (payment_no, transaction_id, channel, merchant_id, app_id, amount_minor, currency, paid_at,
+              received_at, notify_id, digest, body, actor, reason)
+), moved AS (
+    UPDATE pay_payment p SET state = 'paid', transaction_id = n.transaction_id, paid_at = n.paid_at, source = $15,
+                             version = p.version + 1, updated_at = n.received_at
+    FROM n
+    WHERE p.payment_no = n.payment_no AND p.state = 'pending' AND p.channel = n.channel
+      AND p.merchant_id = n.merchant_id AND (n.app_id = '' OR p.app_id = '' OR p.app_id = n.app_id)
+      AND p.amount_minor = n.amount_minor AND p.currency = n.currency
+      AND NOT EXISTS (SELECT 1 FROM pay_payment o WHERE o.transaction_id = n.transaction_id)
+    RETURNING p.payment_no, p.version, p.order_id, p.channel, p.merchant_id, p.amount_minor, p.currency,
+              n.transaction_id, n.received_at, n.notify_id, n.digest, n.body, n.actor, n.reason
+), hist AS (
+    INSERT INTO pay_payment_history (payment_no, version, from_state, to_state, reason, actor, at)
+    SELECT payment_no, version, 'pending', 'paid', reason, actor, received_at FROM moved
+), evidence AS (
+    INSERT INTO pay_callback (channel, event, notify_id, payment_no, refund_no, transaction_id, amount_minor, currency,
+                              outcome, detail, digest, body, received_at)
+    SELECT channel, 'payment', notify_id, payment_no, '', transaction_id, amount_minor, currency,
+           'applied', '', digest, body, received_at FROM moved
+)
+SELECT payment_no, order_id, channel, merchant_id, transaction_id, amount_minor, currency FROM moved;

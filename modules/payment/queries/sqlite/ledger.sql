@@ -25,9 +25,11 @@ RETURNING id;
 -- name: JournalByKey
 SELECT id, amount_minor, currency FROM pay_journal WHERE entry_key = ?1;
 
--- name: JournalLineInsert
+-- name: JournalLinesInsert
+-- An entry's two lines: the amount debited to one account and credited
+-- to another.
 INSERT INTO pay_journal_line (journal_id, line, account, side, amount_minor, currency)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6);
+VALUES (?1, 1, ?2, 'D', ?4, ?5), (?1, 2, ?3, 'C', ?4, ?5);
 
 -- name: JournalOfPayment
 SELECT id, entry_key, subject, action, payment_no, refund_no, event_id, amount_minor, currency,

@@ -65,9 +65,9 @@ WHERE c.release_mode = 'dry_run';
 -- a slot holding fewer places than it would get back is left alone and its
 -- reservations stay paid), mark released, append history and no-shows, and
 -- write the release notices (the caller emits the availability event from
--- the 's' rows). $1 ids, $2
--- versions, $3 the slot of each, $4 now, $5 actor, $6 reason, $7 whether the
--- caller queues the notices' delivery jobs itself (else the relay does).
+-- the 's' rows, and the notices' events from the 'n' rows, in this
+-- transaction). $1 ids, $2 versions, $3 the slot of each, $4 now, $5 actor,
+-- $6 reason.
 -- Rows: 'r' released (id, version, appeal_until, slot), 's' slots that took
 -- places back (id, capacity, held, waiting, ends_at, places), 'n' notices.
 WITH counts AS (
@@ -96,11 +96,11 @@ noshow AS (
     SELECT user_id, id, category_id, $4::timestamptz FROM rel
     ON CONFLICT (reservation_id) DO NOTHING),
 notes AS (
-    INSERT INTO rsv_outbox (kind, reservation_id, reservation_version, slot_id, user_id, payload,
-                            deliver_at, created_at, queued_at)
+    INSERT INTO rsv_notification (kind, reservation_id, reservation_version, slot_id, user_id, payload,
+                                  deliver_at, created_at, handed_at)
     SELECT 'release', id, version, slot_id, user_id,
            jsonb_build_object('appeal_until', to_char(appeal_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
-           $4::timestamptz, $4::timestamptz, CASE WHEN $7::boolean THEN $4::timestamptz END
+           $4::timestamptz, $4::timestamptz, $4::timestamptz
     FROM rel
     RETURNING id, deliver_at)
 SELECT 'r', id, version, appeal_until, slot_id, 0, 0, 0, 0 FROM rel

@@ -24,30 +24,31 @@ UPDATE inv_action a SET result = u.result FROM unnest($1::text[], $2::text[]) AS
 -- Requests that go to the next batch (or on their own) give their keys back.
 DELETE FROM inv_action WHERE action_key = ANY($1::text[]) AND result = '';
 
--- name: StockLockMany
--- $1, $2: the pairs' warehouses and SKUs. A batch over several pairs locks
--- them in one order, so that batches of several processes cannot
--- deadlock. Arrays, not JSON: unnest of an array is estimated small, so
--- the plan is a primary-key lookup per pair (EXPLAIN showed a JSON list
--- estimated at 100 rows hash-joined against a scan of every balance).
-SELECT 1 FROM inv_stock s JOIN unnest($1::text[], $2::text[]) AS p(wh, sku) ON s.warehouse_id = p.wh AND s.sku_id = p.sku
-ORDER BY s.warehouse_id, s.sku_id
-FOR UPDATE OF s;
-
 -- name: StockReserveMany
 -- $1, $2: the pairs (each once); $3: every request's running total within
 -- its pair, in arrival order; $4, $5: where each pair's totals start and
--- end in $3 (1-based, inclusive). Per pair, every request whose running
--- total fits the available quantity is granted, against the row as it is
--- when this statement holds it (a concurrent change makes PostgreSQL
--- evaluate the SET again on the new row); last_grant says how many. A
--- pair without a row is not returned.
+-- end in $3 (1-based, inclusive). The pairs' rows are locked first, in one
+-- order (locked; the update touches a row only once locked has returned
+-- it), so that batches of several processes over several pairs cannot
+-- deadlock, without a round trip of its own. Per pair, every request whose
+-- running total fits the available quantity is granted, against the row as
+-- it is when this statement holds it (a concurrent change makes PostgreSQL
+-- evaluate the SET again on the new row); last_grant says how many. A pair
+-- without a row is not returned. Arrays, not JSON: unnest of an array is
+-- estimated small, so the plan is a primary-key lookup per pair (EXPLAIN
+-- showed a JSON list estimated at 100 rows hash-joined against a scan of
+-- every balance).
+WITH p AS (SELECT * FROM unnest($1::text[], $2::text[], $4::integer[], $5::integer[]) AS p(wh, sku, lo, hi)),
+locked AS MATERIALIZED (
+    SELECT s.warehouse_id, s.sku_id FROM inv_stock s JOIN p ON s.warehouse_id = p.wh AND s.sku_id = p.sku
+    ORDER BY s.warehouse_id, s.sku_id
+    FOR UPDATE OF s)
 UPDATE inv_stock s SET (available, reserved, version, last_grant, updated_at) =
     (SELECT s.available - COALESCE(max(c), 0), s.reserved + COALESCE(max(c), 0), s.version + count(*), count(*),
             $6::timestamptz
      FROM unnest(($3::bigint[])[p.lo:p.hi]) AS c WHERE c <= s.available)
-FROM unnest($1::text[], $2::text[], $4::integer[], $5::integer[]) AS p(wh, sku, lo, hi)
-WHERE s.warehouse_id = p.wh AND s.sku_id = p.sku
+FROM locked l JOIN p ON p.wh = l.warehouse_id AND p.sku = l.sku_id
+WHERE s.warehouse_id = l.warehouse_id AND s.sku_id = l.sku_id
 RETURNING s.warehouse_id, s.sku_id, s.on_hand, s.available, s.reserved, s.sold, s.returned, s.version, s.last_grant;
 
 -- name: ReservationInsertMany

@@ -1,10 +1,5 @@
 -- The consumers' effects, each in the inbox transaction.
 
--- name: PickInsert
-INSERT INTO inv_pick_task (reservation_id, ledger_id, warehouse_id, sku_id, qty, created_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (reservation_id) DO NOTHING;
-
 -- name: PickCount
 SELECT count(*) FROM inv_pick_task;
 
@@ -35,3 +30,12 @@ WHERE COALESCE(p.version, 0) < s.version ORDER BY s.warehouse_id, s.sku_id;
 -- name: StatsAdd
 INSERT INTO inv_stats (sku_id, movement, events, qty) VALUES ($1, $2, 1, $3)
 ON CONFLICT (sku_id, movement) DO UPDATE SET events = inv_stats.events + 1, qty = inv_stats.qty + excluded.qty;
+
+-- name: PickInsertMany
+-- A batch of confirmed reservations' pick tasks in one statement: $1..$5
+-- parallel arrays (reservation, ledger row, warehouse, SKU, qty), $6 the
+-- time. The unique reservation id absorbs a task already written.
+INSERT INTO inv_pick_task (reservation_id, ledger_id, warehouse_id, sku_id, qty, created_at)
+SELECT u.r, u.l, u.wh, u.sku, u.qty, $6::timestamptz
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[]) AS u(r, l, wh, sku, qty)
+ON CONFLICT (reservation_id) DO NOTHING;

@@ -1,10 +1,5 @@
 -- The consumers' effects, each in the inbox transaction.
 
--- name: PickInsert
-INSERT INTO inv_pick_task (reservation_id, ledger_id, warehouse_id, sku_id, qty, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-ON CONFLICT (reservation_id) DO NOTHING;
-
 -- name: PickCount
 SELECT count(*) FROM inv_pick_task;
 
@@ -35,3 +30,14 @@ WHERE COALESCE(p.version, 0) < s.version ORDER BY s.warehouse_id, s.sku_id;
 -- name: StatsAdd
 INSERT INTO inv_stats (sku_id, movement, events, qty) VALUES (?1, ?2, 1, ?3)
 ON CONFLICT (sku_id, movement) DO UPDATE SET events = inv_stats.events + 1, qty = inv_stats.qty + excluded.qty;
+
+-- name: PickInsertMany
+-- A batch of confirmed reservations' pick tasks in one statement: ?1 a
+-- JSON list of [reservation, ledger row, warehouse, SKU, qty], ?2 the
+-- time. The unique reservation id absorbs a task already written.
+INSERT INTO inv_pick_task (reservation_id, ledger_id, warehouse_id, sku_id, qty, created_at)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), ?2
+FROM json_each(?1)
+WHERE true
+ON CONFLICT (reservation_id) DO NOTHING;

@@ -1,0 +1,133 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/keelwork/keel/internal/cli"
+	"github.com/keelwork/keel/internal/testwait"
+)
+
+// lockedBuffer is the output of a `keel dev` that writes from many
+// goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDevStartsAndStopsClean runs `keel dev` as the README tells a new
+// user to: it starts, the leader's first reconciliation of every module
+// runs (the inventory's shipments run failed at every start, with ERROR,
+// because the demo's warehouse was pointed at only after it), the console
+// answers, and a stop says what it waits for and ends without an error.
+// Nothing on the way is logged at WARN or ERROR.
+func TestDevStartsAndStopsClean(t *testing.T) {
+	dir := t.TempDir()
+	out := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out,
+			Ready: func(u string) { ready <- u }})
+	}()
+	var base string
+	select {
+	case base = <-ready:
+	case err := <-done:
+		t.Fatalf("keel dev ended before it was ready: %v\n%s", err, out)
+	case <-time.After(5 * time.Minute): // a bound for -race on a loaded machine; it takes a second alone
+		t.Fatalf("keel dev not ready after 5 min:\n%s", out)
+	}
+	resp, err := http.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("console login page: %d", resp.StatusCode)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "keel.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The leader runs each scheduled reconciler once at start: wait until
+	// the inventory's shipments run (the one that failed) has finished.
+	var state, runErr string
+	testwait.For(t, 3*time.Minute, "the first inventory.shipments reconciliation", func() bool {
+		err := db.QueryRow(`SELECT state, error FROM keel_recon_run WHERE reconciler = 'inventory.shipments'
+			AND state <> 'running' ORDER BY id LIMIT 1`).Scan(&state, &runErr)
+		return err == nil
+	})
+	if state != "succeeded" {
+		t.Errorf("the first shipments reconciliation %s: %s", state, runErr)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		// The stop is bounded by its grace period; alone it takes well
+		// under a second and returns nil. Under -race on a loaded machine
+		// the events consumers' handlers can outlast the grace, and the stop
+		// says so in its error: bounded, not clean, which is logged here
+		// rather than failed (the claim tested is the bound and the words).
+		if err != nil && !strings.Contains(err.Error(), "context deadline exceeded") {
+			t.Errorf("keel dev stopped with %v", err)
+		} else if err != nil {
+			t.Logf("keel dev's stop outlasted its grace period on this machine: %v", err)
+		}
+	case <-time.After(60 * time.Second): // the grace period is 15 s; the rest is -race on a loaded machine
+		t.Fatalf("keel dev did not stop within 60 s:\n%s", out)
+	}
+	text := out.String()
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN") && !loadSymptom(l) {
+			t.Errorf("keel dev logged: %s", l)
+		}
+	}
+	for _, want := range []string{"keel: stopping", "keel: stopped in"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("keel dev output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// loadSymptom reports a WARN that is not a defect of the start: under
+// -race on a machine running other suites heartbeats arrive late, leases
+// expire and the engine says so, as it must; and the delivery demo's
+// simulated customer leaves 5% of pushes unacknowledged by design (to show
+// 未确认 records), which the CMPP gateway logs at WARN, as it does a
+// response that comes after the ACK deadline. Work cut short by the stop
+// itself is not warned about (a stop is not a failure): a WARN carrying
+// "context canceled" is a defect here.
+func loadSymptom(line string) bool {
+	for _, s := range []string{"lease expired; job returned", "lease lost; stopping job",
+		"stale commit rejected", "cmpp deliver_resp timed out", "cmpp late deliver_resp"} {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,1 @@
+ALTER TABLE keel_recon_run DROP COLUMN scope;

@@ -1,0 +1,43 @@
+package web_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
+)
+
+// TestWordsForEngineData: durations, actors, failure classes and targets
+// the engine writes in English read as words in both languages.
+func TestWordsForEngineData(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{web.Duration("zh", 6*time.Minute+29*time.Second), "6 分 29 秒"},
+		{web.Duration("en", 6*time.Minute+29*time.Second), "6 min 29 s"},
+		{web.Duration("zh", 2*time.Hour+5*time.Second), "2 小时 0 分 5 秒"},
+		{web.Duration("en", 50*time.Hour+7*time.Minute), "2 d 2 h"},
+		{web.Duration("zh", 300*time.Millisecond), "不到 1 秒"},
+		{web.Duration("zh", 0), "—"},
+		{web.ActorWord("zh", "token:ops"), "令牌 ops"},
+		{web.ActorWord("en", "cli:alice"), "CLI user alice"},
+		{web.ActorWord("zh", "system"), "系统"},
+		{web.ActorWord("zh", "system:autopause"), "系统（连续失败自动暂停）"},
+		{web.ActorWord("en", "system:nobody-registered"), "system (nobody-registered)"},
+		{web.ErrorClassWord("zh", keeltype.ErrorClassLeaseExpired), "租约过期"},
+		{web.ActionWord("zh", "queue.pause"), "暂停队列"},
+		{web.ActionWord("en", "new.thing_done"), "thing done (new)"},
+		{web.TargetWord("zh", "job:42"), "任务 42"},
+		{web.TargetWord("en", "delivery:7"), "delivery:7"},
+		{web.WaitReasonWord("zh", "connection"), "等待连接"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	for _, class := range []keeltype.ErrorClass{keeltype.ErrorClassRetryable, keeltype.ErrorClassPermanent, keeltype.ErrorClassUnknown,
+		keeltype.ErrorClassTimeout, keeltype.ErrorClassPanic, keeltype.ErrorClassLeaseExpired, keeltype.ErrorClassCancelled} {
+		if web.ErrorClassWord("zh", class) == string(class) || web.ErrorClassWord("en", class) == string(class) && class != keeltype.ErrorClassCancelled {
+			t.Errorf("failure class %q has no words", class)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package export
+
+import (
+	"regexp"
+
+	"github.com/keelwork/keel/module/web"
+)
+
+// The fixed reasons the module's own audit records carry (a person's
+// cancel or retry reason is what they typed).
+const (
+	reasonRequested = "export requested"
+	reasonOrphan    = "unreferenced past the retry and manual windows"
+)
+
+// The words of the audit actions and system actors this module writes
+// (the console's audit log shows them; a test checks every action the
+// source writes has words).
+func init() {
+	web.RegisterActions(map[string][2]string{
+		"export.create":        {"新建导出任务", "Create an export"},
+		"export.cancel":        {"取消导出任务", "Cancel an export"},
+		"export.retry":         {"重试导出任务", "Retry an export"},
+		"export.orphan_delete": {"清理孤立的导出文件", "Delete an orphaned export file"},
+	})
+	// The English is the stored text itself, which is how the console
+	// recognises these rows.
+	web.RegisterReasons("export",
+		web.SystemReason{Code: "export.requested", Text: regexp.QuoteMeta(reasonRequested), ZH: "发起导出", EN: reasonRequested},
+		web.SystemReason{Code: "export.orphan", Text: regexp.QuoteMeta(reasonOrphan), ZH: "超过重试与人工处理期限且无任务引用", EN: reasonOrphan})
+	web.RegisterSystemActors(map[string][2]string{
+		"system:export-orphan-cleaner": {"系统（导出文件清理）", "system (export file cleaner)"},
+	})
+}

@@ -1,0 +1,29 @@
+package inventory
+
+import "github.com/keelwork/keel/module/web"
+
+// The words of the audit actions this module writes (the console's audit
+// log shows them; a test checks every action the source writes has words).
+func init() {
+	web.RegisterActions(map[string][2]string{
+		"inventory.admission": {"手动切换库存繁忙保护", "Switch inventory's busy protection by hand"},
+	})
+	// The texts the module writes into a reservation's history and the
+	// ledger's reasons; the console says them in the operator's language
+	// (rows already written read the same way: the words match the text).
+	web.RegisterReasons(Name,
+		web.SystemReason{Text: `order line (?P<line>.+)`, ZH: "订单行 {line}", EN: "order line {line}"},
+		web.SystemReason{Text: `receipt (?P<receipt>.+?), warehouse saw stock version (?P<version>\d+)`,
+			ZH: "仓库回执 {receipt}，仓库看到的库存版本 {version}", EN: "warehouse receipt {receipt}, at stock version {version} as the warehouse saw it"},
+		web.SystemReason{Text: `receipt (?P<receipt>.+)`, ZH: "单据 {receipt}", EN: "receipt {receipt}"},
+		web.SystemReason{Text: `stock version (?P<version>\d+)`, ZH: "库存版本 {version}", EN: "stock version {version}"},
+		web.SystemReason{Text: `available (?P<available>-?\d+) < (?P<qty>\d+) at stock version (?P<version>\d+)`,
+			ZH: "可用 {available} 少于所需 {qty}（库存版本 {version}）", EN: "only {available} available of {qty} needed (stock version {version})"},
+		web.SystemReason{Text: `timeout check: order "(?P<order>.*)", warehouse "(?P<warehouse>.*)"`,
+			ZH: "超时核查：订单 {order}，仓库 {warehouse}", EN: "timeout check: order {order}, warehouse {warehouse}"},
+		web.SystemReason{Text: `cancel: (?P<reason>.*)`, ZH: "取消：{reason}", EN: "cancelled: {reason}"},
+		web.SystemReason{Text: `return: (?P<reason>.*)`, ZH: "退货：{reason}", EN: "return: {reason}"},
+		web.SystemReason{Text: `盘点 (?P<count>\S+) \(reconciliation (?P<action>.+)\)`,
+			ZH: "盘点 {count}（对账 {action}）", EN: "stock count {count} (reconciliation {action})"},
+	)
+}

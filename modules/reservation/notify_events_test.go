@@ -1,0 +1,165 @@
+package reservation
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestNoticesArriveOnceThroughTheEvents(t *testing.T) {
+	runBoth(t, testNoticesOnce[pgx.Tx], testNoticesOnce[*sql.Tx])
+}
+
+// lostCommit is a channel whose first send of each notice reaches the
+// counterpart and then fails as if the notifier died before its inbox
+// transaction committed: the event comes back and is sent again, with the
+// same key.
+type lostCommit struct {
+	Channel
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (c *lostCommit) Send(ctx context.Context, msg Message) error {
+	if err := c.Channel.Send(ctx, msg); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seen[msg.Key] {
+		c.seen[msg.Key] = true
+		return errors.New("notifier gone before its commit")
+	}
+	return nil
+}
+
+// From the receiver's side: a reservation's reminder (a scheduled job that
+// emits its event when due) and its release notice (an event emitted by the
+// release) each reach the webhook, and the receiver, which drops a repeat
+// by Idempotency-Key as Channel asks, ends with exactly one of each, even
+// though the first send of each was followed by a lost commit and the
+// events were then delivered once more after their commit (as after a
+// notifier killed between its commit and its ack), absorbed by the
+// notifier's inbox without a send.
+func testNoticesOnce[TTx any](t *testing.T, e *env[TTx]) {
+	ctx := context.Background()
+	h, webhook := newHook(t, 0)
+	ch := &lostCommit{Channel: webhook, seen: map[string]bool{}}
+	m := e.working(t, WithChannel(ch), WithNotifyBackoff(10*time.Millisecond))
+	eventually(t, "the start-up scan", func() bool {
+		runs, err := m.Runs(ctx, "scan", 0, 1)
+		return err == nil && len(runs) > 0
+	})
+	// One reservation released at its start (grace 0) two seconds from
+	// now, with no reminder; another whose reminder is due in an hour, its
+	// scheduled job made to run now.
+	soon := nowFixture(t, m, 0, 0, time.Now().Add(2*time.Second))
+	s := defaultSettings()
+	if _, err := m.CreateCategory(ctx, "later", s, "test fixture"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.CreateResource(ctx, "later", "B-01", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(time.Hour)
+	laterSlot, err := m.CreateSlot(ctx, res.ID, start, start.Add(time.Hour), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := paid(t, m, soon.slot.ID, "u1")
+	reminded := paid(t, m, laterSlot.ID, "u2")
+	runNow(t, m, reminderOf(t, m, reminded.ID, reminded.Version))
+	eventually(t, "the precise release", func() bool { return state(t, m, released.ID).State == StateReleased })
+	relVersion := state(t, m, released.ID).Version
+	eventually(t, "both notices sent", func() bool {
+		return noteState(t, m, released.ID, kindRelease, relVersion) == "sent" &&
+			noteState(t, m, reminded.ID, kindReminder, reminded.Version) == "sent"
+	})
+	byKey := func() map[string]int {
+		got := map[string]int{}
+		for _, msg := range h.messages() {
+			got[fmt.Sprintf("%s/%d", msg.Kind, msg.ReservationID)]++
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		keys := map[string]bool{}
+		for _, k := range h.keys {
+			keys[k] = true
+		}
+		got["distinct keys"] = len(keys)
+		return got
+	}
+	got := byKey()
+	// Two sends per notice reached the receiver (the one whose commit was
+	// lost and the redelivery), under one key each.
+	if got[fmt.Sprintf("release/%d", released.ID)] != 2 || got[fmt.Sprintf("reminder/%d", reminded.ID)] != 2 ||
+		got["distinct keys"] != 2 {
+		t.Fatalf("receiver got %v", got)
+	}
+	for _, n := range mustNotes(t, m, released.ID, reminded.ID) {
+		if (n.Kind == kindRelease || n.Kind == kindReminder) && n.State == "sent" && n.Attempts != 2 {
+			t.Fatalf("notice %+v: want 2 attempts", n)
+		}
+	}
+	// Deliver both events once more after their commit: the inbox absorbs
+	// them and nothing more reaches the receiver.
+	before := duplicates(t, m)
+	redeliver(t, e)
+	eventually(t, "the redeliveries absorbed", func() bool { return duplicates(t, m) >= before+2 })
+	if now := byKey(); now["distinct keys"] != 2 || len(h.messages()) != 4 {
+		t.Fatalf("after the redeliveries the receiver got %v (%d messages)", now, len(h.messages()))
+	}
+	noDrift(t, m)
+}
+
+func mustNotes[TTx any](t *testing.T, m *Module[TTx], ids ...int64) []Notification {
+	t.Helper()
+	var all []Notification
+	for _, id := range ids {
+		list, err := m.Notifications(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, list...)
+	}
+	return all
+}
+
+// duplicates is the notifier's count of redeliveries absorbed.
+func duplicates[TTx any](t *testing.T, m *Module[TTx]) int64 {
+	t.Helper()
+	stats, err := m.h.Events.ConsumerStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stats {
+		if s.Name == NotifierConsumer {
+			return s.Duplicates
+		}
+	}
+	return 0
+}
+
+// redeliver hands the notifier the notification events once more, as the
+// bus does when a consumer died after its commit and before its ack: a
+// delivery row per event, due now.
+func redeliver[TTx any](t *testing.T, e *env[TTx]) {
+	t.Helper()
+	due := "0"
+	if e.db.Dialect() == "postgres" {
+		due = "now() - interval '1 hour'"
+	}
+	q := "INSERT INTO keel_events_bus_delivery (consumer, seq, part, attempt, available_at) " +
+		"SELECT '" + NotifierConsumer + "', seq, part, 0, " + due + " FROM keel_events_bus_message WHERE topic = '" +
+		NotificationTopic + "'"
+	if _, err := e.db.Exec(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}

@@ -1,0 +1,88 @@
+package console_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/internal/browsertest"
+	"github.com/keelwork/keel/server/auth"
+	"github.com/keelwork/keel/server/servertest"
+)
+
+// TestEngineReasonsInWords opens, in Chromium and in both languages, the
+// audit log and a batch after the engine wrote reasons of its own: a
+// batch whose counters were repaired from its items (stored with its
+// reason code), an auto-pause audited before codes were stored (read by
+// its text) and a batch's last error from an auto-paused key. Each reads
+// in the page's language, and the stored English only in the hover title.
+func TestEngineReasonsInWords(t *testing.T) {
+	e := servertest.SQLite(t)
+	ctx := keel.WithActor(context.Background(), "token:browser")
+	id, err := e.CreateBatch(ctx, "token:browser", "reason words batch", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Counters that no longer match the items, which only a bug (or a
+	// hand in the database) produces; the repair audits batch.reconcile.
+	if _, err := e.DB.ExecContext(ctx, `INSERT INTO keel_batch_count (batch_id, bucket, n) VALUES (?, 'skipped', 7)
+		ON CONFLICT (batch_id, bucket) DO UPDATE SET n = n + 7`, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ReconcileBatch(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	old := keel.WithActor(ctx, "system:autopause")
+	if err := e.Engine.AuditRecord(old, keel.Audit{Action: "flowkey.autopause", Target: "flowkey:app:2",
+		Reason: "4 consecutive failures reached the threshold of 4"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DB.ExecContext(ctx, `UPDATE keel_batch SET last_error = ? WHERE id = ?`,
+		"key app:1 auto-paused: counterpart busy", id); err != nil {
+		t.Fatal(err)
+	}
+	base := e.Start(t)
+	br := browsertest.New(t, 90*time.Second)
+	br.Login(base, e.Tokens[auth.RoleOperator])
+	batch := "/batches/" + strconv.FormatInt(id, 10)
+	raw := []string{"counters drifted from items", "consecutive failures reached", "auto-paused:"}
+	want := map[string]map[string][]string{
+		"zh": {"/audit": {"计数与任务项不符，已按任务项更正", "连续失败 4 次，达到自动暂停阈值 4"},
+			batch: {"键 app:1 连续失败已自动暂停，最后一次错误：counterpart busy"}},
+		"en": {"/audit": {"The counters disagreed with the items and were corrected from them",
+			"4 failures in a row reached the auto-pause threshold of 4"},
+			batch: {"Key app:1 paused itself after repeated failures; last error: counterpart busy"}},
+	}
+	for _, lang := range []string{"zh", "en"} {
+		br.Do("language "+lang, chromedp.Navigate(base+"/?lang="+lang), chromedp.WaitVisible(chromedp.CSS("header nav")))
+		for _, p := range []string{"/audit", batch} {
+			br.Do(lang+" "+p, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS("main")),
+				br.Shot("reasons-"+lang+strings.ReplaceAll(p, "/", "-")))
+			text := br.Text(p, "main")
+			for _, w := range want[lang][p] {
+				if !strings.Contains(text, w) {
+					t.Errorf("%s %s does not say %q:\n%s", lang, p, w, text)
+				}
+			}
+			for _, r := range raw {
+				if strings.Contains(text, r) {
+					t.Errorf("%s %s shows the stored %q:\n%s", lang, p, r, text)
+				}
+			}
+			titles, err := chromedp.Run(br.Ctx, chromedp.Evaluate[[]string](
+				`[...document.querySelectorAll("main .reason[title]")].map(e => e.title)`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(titles, "\n"), map[string]string{"/audit": "counters drifted from items", batch: "auto-paused"}[p]) {
+				t.Errorf("%s %s: the stored reason is not in a hover title: %q", lang, p, titles)
+			}
+		}
+	}
+	br.CheckConsole()
+}
