@@ -257,20 +257,27 @@ func BenchmarkLedgerConsumer(b *testing.B) {
 	ctx := context.Background()
 	var bus keelevents.Bus
 	var err error
+	// The partition count bounds an ordered consumer's parallelism (one
+	// delivery in flight per partition): KEEL_PAY_BENCH_PARTITIONS sets it
+	// to measure how the backlog's drain scales with it.
+	parts := 16
+	if v, perr := strconv.Atoi(os.Getenv("KEEL_PAY_BENCH_PARTITIONS")); perr == nil && v > 0 {
+		parts = v
+	}
 	if os.Getenv("KEEL_PAY_BENCH_BUS") == "db" {
 		bus, err = keelevents.NewDatabaseBus(e.db, nil)
 	} else {
 		// The bus a deployment carries a backlog on; the in-database bus
 		// orders by partition with one delivery in flight per partition.
 		ns := fmt.Sprintf("ledg%d", time.Now().UnixNano()%1_000_000_000)
-		bus, err = jetstream.New(ctx, jetstream.Config{URL: jstest.ServerURL(b), Partitions: 16, Namespace: ns,
+		bus, err = jetstream.New(ctx, jetstream.Config{URL: jstest.ServerURL(b), Partitions: parts, Namespace: ns,
 			MaxAge: time.Hour, InactiveThreshold: 5 * time.Minute})
 	}
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = bus.Close() })
-	ev, err := keelevents.New(e.db, bus, &keelevents.Config{Partitions: 16, StatsInterval: time.Hour})
+	ev, err := keelevents.New(e.db, bus, &keelevents.Config{Partitions: parts, StatsInterval: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
