@@ -80,6 +80,7 @@ func keelRun(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = t.TempDir() // as in start: nothing written into the source tree
 	out, err := cmd.CombinedOutput()
 	return string(out), exitStatus(t, err)
 }

@@ -59,6 +59,9 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
+	// A process of its own folder: what keel writes relative to where it
+	// runs (`keel serve`'s exports under .keel/) stays out of the source tree.
+	cmd.Dir = t.TempDir()
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	p := &proc{cmd: cmd, lines: make(chan string, 1000)}
