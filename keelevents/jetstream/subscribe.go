@@ -167,7 +167,12 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 	defer s.loops.Done()
 	batch := 2 * cap(s.slots)
 	if c.partition >= 0 {
-		batch = 8 // the server sends one at a time (MaxAckPending 1)
+		// The server sends one message at a time (MaxAckPending 1) however
+		// many are asked for; what the size sets is how often the client
+		// asks again (at half of it). A pull request is work for the server
+		// on every partition's consumer: 64 rather than 8 drained a ledger
+		// backlog 7-13% faster in alternating rounds (docs/benchmarks.md).
+		batch = 64
 	}
 	wait := 100 * time.Millisecond
 	for s.fetchCtx.Err() == nil {
