@@ -7,4 +7,8 @@
 //
 // Bad input is refused before anything is written: a handler validates
 // every field with these helpers first, then acts.
+//
+// What a module's console pages share besides (their templates, the data
+// envelope, the redirect after a form, the navigation) is in package
+// console below this one, which can speak in package module's types.
 package web

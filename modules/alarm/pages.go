@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,35 +12,33 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/module"
 	mweb "github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/module/web/console"
 )
 
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-var pageTemplates = template.Must(template.New("").ParseFS(templateFiles, "templates/*.html"))
+var pageTemplates = console.Parse(templateFiles, nil)
 
-// Nav implements module.Web.
-func (m *Module[TTx]) Nav() []module.NavItem {
-	return []module.NavItem{
-		{Path: "/alarm", ZH: "告警看板", EN: "Alarm board"},
-		{Path: "/alarm/notices", ZH: "通知与工单", EN: "Notices and tickets"},
-		{Path: "/alarm/silences", ZH: "静默", EN: "Silences"},
-		{Path: "/alarm/storm", ZH: "风暴面板", EN: "Storm panel"},
-	}
-}
-
-// Pages implements module.Web.
-func (m *Module[TTx]) Pages() []module.Page {
+// site is the alarm console: the board, notices, silences and the storm
+// panel are in the navigation, an instance is reached from the board.
+func (m *Module[TTx]) site() console.Site {
 	v, o := module.RoleViewer, module.RoleOperator
-	return []module.Page{
-		{Pattern: "GET /alarm", Role: v, Handle: m.pageBoard},
+	return console.Site{
+		{Pattern: "GET /alarm", Role: v, Handle: m.pageBoard, ZH: "告警看板", EN: "Alarm board"},
 		{Pattern: "GET /alarm/instances/{id}", Role: v, Handle: m.pageInstance},
 		{Pattern: "POST /alarm/instances/{id}/ack", Role: o, Handle: m.pageAck},
-		{Pattern: "GET /alarm/notices", Role: v, Handle: m.pageNotices},
-		{Pattern: "GET /alarm/silences", Role: v, Handle: m.pageSilences},
-		{Pattern: "GET /alarm/storm", Role: v, Handle: m.pageStorm},
+		{Pattern: "GET /alarm/notices", Role: v, Handle: m.pageNotices, ZH: "通知与工单", EN: "Notices and tickets"},
+		{Pattern: "GET /alarm/silences", Role: v, Handle: m.pageSilences, ZH: "静默", EN: "Silences"},
+		{Pattern: "GET /alarm/storm", Role: v, Handle: m.pageStorm, ZH: "风暴面板", EN: "Storm panel"},
 	}
 }
+
+// Nav implements module.Web.
+func (m *Module[TTx]) Nav() []module.NavItem { return m.site().Nav() }
+
+// Pages implements module.Web.
+func (m *Module[TTx]) Pages() []module.Page { return m.site().Pages() }
 
 // Group implements module.Grouper.
 func (m *Module[TTx]) Group() module.Group {
@@ -118,19 +115,8 @@ func (m *Module[TTx]) Search(ctx context.Context, q string) ([]module.Hit, error
 	return hits, rows.Err()
 }
 
-type page struct {
-	V *module.View
-}
+type page struct{ console.Page }
 
-func (p page) T(zh, en string) string  { return p.V.Zh(zh, en) }
-func (p page) When(t time.Time) string { return mweb.Time(t) }
-func (p page) WhenP(t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return mweb.Time(*t)
-}
-func (p page) Zone() string { return mweb.ZoneLabel(p.V.Lang) }
 func (p page) State(s string) string {
 	if p.V.Lang == "en" {
 		return StateEN(s)
@@ -145,7 +131,6 @@ func (p page) Sev(s int) string {
 }
 func (p page) NState(s string) string { return p.V.Zh(NoticeStateZH(s), s) }
 func (p page) NKind(s string) string  { return p.V.Zh(NoticeKindZH(s), s) }
-func (p page) CanOperate() bool       { return p.V.Can(module.RoleOperator) }
 func (p page) Num(v float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
@@ -162,7 +147,7 @@ type boardPage struct {
 }
 
 func (m *Module[TTx]) pageBoard(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	q := mweb.NewQuery(r, "device", "flash", "err")
+	q := console.Query(r, "device")
 	dev := q.Text("device", 64)
 	if q.Err != nil {
 		return nil, q.Err
@@ -171,7 +156,7 @@ func (m *Module[TTx]) pageBoard(_ http.ResponseWriter, r *http.Request, v *modul
 	if err != nil {
 		return nil, err
 	}
-	p := boardPage{page: page{V: v}, Device: dev, Storm: m.Pressure(), Refresh: 5}
+	p := boardPage{page: page{console.Page{V: v}}, Device: dev, Storm: m.Pressure(), Refresh: 5}
 	for _, i := range list {
 		switch {
 		case i.State == StRecovered:
@@ -186,7 +171,7 @@ func (m *Module[TTx]) pageBoard(_ http.ResponseWriter, r *http.Request, v *modul
 			p.Info = append(p.Info, i)
 		}
 	}
-	return module.Render(pageTemplates, "board", v.Zh("告警看板", "Alarm board"), "/alarm", p)
+	return pageTemplates.Render("board", v.Zh("告警看板", "Alarm board"), "/alarm", p)
 }
 
 type instancePage struct {
@@ -218,7 +203,7 @@ func (m *Module[TTx]) pageInstance(_ http.ResponseWriter, r *http.Request, v *mo
 	if i == nil {
 		return nil, mweb.NotFound("没有告警实例 %s", id)
 	}
-	p := instancePage{page: page{V: v}, I: i}
+	p := instancePage{page: page{console.Page{V: v}}, I: i}
 	if p.History, err = m.History(r.Context(), id); err != nil {
 		return nil, err
 	}
@@ -237,7 +222,7 @@ func (m *Module[TTx]) pageInstance(_ http.ResponseWriter, r *http.Request, v *mo
 		}
 		p.Evidence = append(p.Evidence, e)
 	}
-	return module.Render(pageTemplates, "instance", v.Zh("告警实例 ", "Alarm instance ")+id, "/alarm", p)
+	return pageTemplates.Render("instance", v.Zh("告警实例 ", "Alarm instance ")+id, "/alarm", p)
 }
 
 func (m *Module[TTx]) pageAck(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -245,11 +230,9 @@ func (m *Module[TTx]) pageAck(w http.ResponseWriter, r *http.Request, v *module.
 	comment := strings.TrimSpace(r.PostFormValue("comment"))
 	target := "/alarm/instances/" + url.PathEscape(id)
 	if err := m.Ack(keel.WithActor(r.Context(), v.Actor), id, v.Actor, comment); err != nil {
-		http.Redirect(w, r, target+"?err="+url.QueryEscape(v.Zh("确认失败：实例不在告警中", "Not acknowledged: the instance is not firing")), http.StatusSeeOther)
-		return nil, nil
+		return console.Redirect(w, r, target, "", v.Zh("确认失败：实例不在告警中", "Not acknowledged: the instance is not firing"))
 	}
-	http.Redirect(w, r, target+"?flash="+url.QueryEscape(v.Zh("已确认", "Acknowledged")), http.StatusSeeOther)
-	return nil, nil
+	return console.Redirect(w, r, target, v.Zh("已确认", "Acknowledged"), "")
 }
 
 type noticesPage struct {
@@ -272,7 +255,7 @@ func (m *Module[TTx]) pageNotices(_ http.ResponseWriter, r *http.Request, v *mod
 	if err != nil {
 		return nil, err
 	}
-	return module.Render(pageTemplates, "notices", v.Zh("通知与工单", "Notices and tickets"), "/alarm/notices", noticesPage{page{v}, n, t, smsLine(m, v)})
+	return pageTemplates.Render("notices", v.Zh("通知与工单", "Notices and tickets"), "/alarm/notices", noticesPage{page{console.Page{V: v}}, n, t, smsLine(m, v)})
 }
 
 func smsLine[TTx any](m *Module[TTx], v *module.View) string {
@@ -293,7 +276,7 @@ func (m *Module[TTx]) pageSilences(_ http.ResponseWriter, r *http.Request, v *mo
 	if err != nil {
 		return nil, err
 	}
-	return module.Render(pageTemplates, "silences", v.Zh("静默", "Silences"), "/alarm/silences", silencesPage{page{v}, s})
+	return pageTemplates.Render("silences", v.Zh("静默", "Silences"), "/alarm/silences", silencesPage{page{console.Page{V: v}}, s})
 }
 
 type stormPage struct {
@@ -345,7 +328,7 @@ func (m *Module[TTx]) pageStorm(_ http.ResponseWriter, r *http.Request, v *modul
 		return nil, err
 	}
 	p := m.StormPanel(r.Context())
-	sp := stormPage{page: page{v}, P: p, Ratio: fmt.Sprintf("%.1f", p.Compression)}
+	sp := stormPage{page: page{console.Page{V: v}}, P: p, Ratio: fmt.Sprintf("%.1f", p.Compression)}
 	audit, err := m.auditLog(r.Context(), 50)
 	if err != nil {
 		return nil, err
@@ -359,7 +342,7 @@ func (m *Module[TTx]) pageStorm(_ http.ResponseWriter, r *http.Request, v *modul
 		{"高水位", "High water", p.Pressure.HighWater}, {"风暴水位", "Storm water", p.Pressure.StormWater}} {
 		sp.Bars = append(sp.Bars, bar{Label: v.Zh(b.zh, b.en), Value: b.n, Pct: int(b.n * 100 / top), Unit: v.Zh("条", "samples")})
 	}
-	return module.Render(pageTemplates, "storm", v.Zh("风暴面板", "Storm panel"), "/alarm/storm", sp)
+	return pageTemplates.Render("storm", v.Zh("风暴面板", "Storm panel"), "/alarm/storm", sp)
 }
 
 type rowsData struct {
@@ -370,6 +353,6 @@ type rowsData struct {
 // With pairs the page with a list for the rows template.
 func (p page) With(l []*Instance) rowsData { return rowsData{P: p, L: l} }
 
-// pageParams refuses parameters a page does not take; the console's
-// redirect messages (flash, err) are taken by every page.
-func pageParams(r *http.Request) error { return mweb.NewQuery(r, "flash", "err").Err }
+// pageParams refuses parameters a page does not take: every alarm page
+// may be where a form's redirect lands.
+func pageParams(r *http.Request) error { return console.Query(r).Err }

@@ -13,6 +13,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/module/web/console"
 )
 
 //go:embed templates/*.html
@@ -32,25 +33,20 @@ var stateWords = map[string][2]string{
 	"":               {"—", "—"},
 }
 
-var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
-	"word": func(v *module.View, s string) string {
-		if w, ok := stateWords[s]; ok {
-			return v.Zh(w[0], w[1])
-		}
-		return v.Zh("未知", "unknown")
-	},
-	"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) },
+var pageTemplates = console.Parse(templateFiles, template.FuncMap{
+	"word": func(v *module.View, s string) string { return console.Word(v, stateWords, s, "未知", "unknown") },
+	"pct":  func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) },
 	// ts is a time outside a time column, with its zone; when is one in
 	// a column whose head names the zone (View.TimeHead).
 	"ts":   func(v *module.View, t any) string { return v.TimeZoned(t) },
 	"when": web.Time,
-}).ParseFS(templateFiles, "templates/*.html"))
+})
 
-// Pages are the export centre.
-func (m *Module[TTx]) Pages() []module.Page {
+// site is the export centre.
+func (m *Module[TTx]) site() console.Site {
 	v, o := module.RoleViewer, module.RoleOperator
-	return []module.Page{
-		{Pattern: "GET /exports", Role: v, Handle: m.pageList},
+	return console.Site{
+		{Pattern: "GET /exports", Role: v, Handle: m.pageList, ZH: "导出中心", EN: "Export centre"},
 		{Pattern: "POST /exports", Role: o, Handle: m.pageCreate},
 		{Pattern: "GET /exports/{id}", Role: v, Handle: m.pageTask},
 		{Pattern: "POST /exports/{id}/cancel", Role: o, Handle: m.pageCancel},
@@ -59,14 +55,15 @@ func (m *Module[TTx]) Pages() []module.Page {
 	}
 }
 
-// Nav is the export centre's entry.
-func (m *Module[TTx]) Nav() []module.NavItem {
-	return []module.NavItem{{Path: "/exports", ZH: "导出中心", EN: "Export centre"}}
-}
+// Pages implements module.Web.
+func (m *Module[TTx]) Pages() []module.Page { return m.site().Pages() }
+
+// Nav implements module.Web.
+func (m *Module[TTx]) Nav() []module.NavItem { return m.site().Nav() }
 
 func (m *Module[TTx]) page(v *module.View, name, zh, en string, data map[string]any) (*module.Rendered, error) {
 	data["V"] = v
-	return module.Render(pageTemplates, name, v.Zh(zh, en), "/exports", data)
+	return pageTemplates.Render(name, v.Zh(zh, en), "/exports", data)
 }
 
 func (m *Module[TTx]) pageList(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -93,33 +90,28 @@ func (m *Module[TTx]) pageTask(w http.ResponseWriter, r *http.Request, v *module
 	return m.page(v, "task", fmt.Sprintf("导出 #%d", id), fmt.Sprintf("Export #%d", id), map[string]any{"T": tv})
 }
 
-// problemWords turns a refusal into an operator sentence.
+// refusalWords are the operator's sentences for the refusals a form of
+// the export centre can meet.
+var refusalWords = map[string][2]string{
+	CodeUnknownColumn:     {"包含未知的列", "An unknown column was chosen"},
+	CodeUnknownFilter:     {"包含未知的筛选条件", "An unknown filter was given"},
+	CodeForbidden:         {"你没有该租户的导出权限（或金额列权限）", "You lack the export permission (or the amount permission) in this tenant"},
+	CodeTooLarge:          {"导出行数超过上限，请缩小筛选范围", "The export is over the row limit: narrow the filters"},
+	CodeUnsupportedFormat: {"不支持该文件格式", "That file format is not supported"},
+	CodeUserBusy:          {"你进行中的导出已达上限，请等待完成或取消一个", "You have the most exports running allowed: wait or cancel one"},
+	CodeTenantBusy:        {"该租户进行中的导出已达上限", "The tenant has the most exports running allowed"},
+	CodeNotReady:          {"文件尚未生成", "The file is not ready yet"},
+	web.CodeInvalidState:  {"当前状态不允许该操作", "Not allowed in the current state"},
+}
+
+// problemWords turns a refusal into an operator sentence; a refusal of
+// the input without words of its own says what the check found.
 func problemWords(v *module.View, err error) string {
 	var pe *module.Error
 	if !errors.As(err, &pe) {
 		return v.Zh("操作失败，请稍后重试", "The action failed; try again later")
 	}
-	switch pe.Code {
-	case CodeUnknownColumn:
-		return v.Zh("包含未知的列", "An unknown column was chosen")
-	case CodeUnknownFilter:
-		return v.Zh("包含未知的筛选条件", "An unknown filter was given")
-	case CodeForbidden:
-		return v.Zh("你没有该租户的导出权限（或金额列权限）", "You lack the export permission (or the amount permission) in this tenant")
-	case CodeTooLarge:
-		return v.Zh("导出行数超过上限，请缩小筛选范围", "The export is over the row limit: narrow the filters")
-	case CodeUnsupportedFormat:
-		return v.Zh("不支持该文件格式", "That file format is not supported")
-	case CodeUserBusy:
-		return v.Zh("你进行中的导出已达上限，请等待完成或取消一个", "You have the most exports running allowed: wait or cancel one")
-	case CodeTenantBusy:
-		return v.Zh("该租户进行中的导出已达上限", "The tenant has the most exports running allowed")
-	case CodeNotReady:
-		return v.Zh("文件尚未生成", "The file is not ready yet")
-	case web.CodeInvalidState:
-		return v.Zh("当前状态不允许该操作", "Not allowed in the current state")
-	}
-	return v.Zh("输入有误：", "Invalid input: ") + pe.Detail
+	return console.Word(v, refusalWords, pe.Code, "输入有误："+pe.Detail, "Invalid input: "+pe.Detail)
 }
 
 func (m *Module[TTx]) pageCreate(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -137,8 +129,7 @@ func (m *Module[TTx]) pageCreate(w http.ResponseWriter, r *http.Request, v *modu
 		v.Error = problemWords(v, err)
 		return m.pageList(w, r, v)
 	}
-	http.Redirect(w, r, fmt.Sprintf("/exports/%d", t.ID), http.StatusSeeOther)
-	return nil, nil
+	return console.Redirect(w, r, fmt.Sprintf("/exports/%d", t.ID), "", "")
 }
 
 func (m *Module[TTx]) pageCancel(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -162,8 +153,7 @@ func (m *Module[TTx]) pageAct(w http.ResponseWriter, r *http.Request, v *module.
 		v.Error = problemWords(v, err)
 		return m.pageTask(w, r, v)
 	}
-	http.Redirect(w, r, fmt.Sprintf("/exports/%d", id), http.StatusSeeOther)
-	return nil, nil
+	return console.Redirect(w, r, fmt.Sprintf("/exports/%d", id), "", "")
 }
 
 func (m *Module[TTx]) pageFile(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {

@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"math"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/module/web/console"
 	"github.com/keelwork/keel/modules/inventory/domain"
 	"github.com/keelwork/keel/modules/inventory/store"
 )
@@ -23,28 +23,15 @@ import (
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
+var pageTemplates = console.Parse(templateFiles, template.FuncMap{
 	"when":   web.Time,
 	"reason": func(v *module.View, s string) string { return web.ReasonWord(v.Lang, Name, s, nil) },
-	"word": func(v *module.View, s string) string {
-		if w, ok := domain.Words[s]; ok {
-			return v.Zh(w[0], w[1])
-		}
-		return v.Zh("未知", "unknown")
-	},
+	"word":   func(v *module.View, s string) string { return console.Word(v, domain.Words, s, "未知", "unknown") },
 	"conflictWord": func(v *module.View, kind string) string {
-		if w, ok := conflictWords[kind]; ok {
-			return v.Zh(w[0], w[1])
-		}
-		return v.Zh("其他冲突", "other conflict")
+		return console.Word(v, conflictWords, kind, "其他冲突", "other conflict")
 	},
-	"conflictState": func(v *module.View, s string) string {
-		if w, ok := conflictStates[s]; ok {
-			return v.Zh(w[0], w[1])
-		}
-		return v.Zh("未知", "unknown")
-	},
-}).ParseFS(templateFiles, "templates/*.html"))
+	"conflictState": func(v *module.View, s string) string { return console.Word(v, conflictStates, s, "未知", "unknown") },
+})
 
 var conflictWords = map[string][2]string{
 	"confirm_after_released":  {"释放后到达的出库确认", "a confirm after the release"},
@@ -75,7 +62,7 @@ func (m *Module[TTx]) pages() []module.Page {
 }
 
 func (m *Module[TTx]) render(v *module.View, name, zh, en string, data any) (*module.Rendered, error) {
-	return module.Render(pageTemplates, name, v.Zh(zh, en), "/inventory", data)
+	return pageTemplates.Render(name, v.Zh(zh, en), "/inventory", data)
 }
 
 func (m *Module[TTx]) pageStock(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -280,12 +267,9 @@ func (m *Module[TTx]) pageApprove(w http.ResponseWriter, r *http.Request, v *mod
 // done redirects after a form post with the outcome in words.
 func done(w http.ResponseWriter, r *http.Request, v *module.View, back string, err error) (*module.Rendered, error) {
 	if err != nil {
-		back += "?err=" + url.QueryEscape(problemWords(v, err))
-	} else {
-		back += "?flash=" + url.QueryEscape(v.Zh("已完成", "Done"))
+		return console.Redirect(w, r, back, "", problemWords(v, err))
 	}
-	http.Redirect(w, r, back, http.StatusSeeOther)
-	return nil, nil
+	return console.Redirect(w, r, back, v.Zh("已完成", "Done"), "")
 }
 
 // problemWords says what went wrong in the view's language.

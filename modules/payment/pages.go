@@ -6,9 +6,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
-	"html/template"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,35 +14,34 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/module"
 	mweb "github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/module/web/console"
 )
 
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-var pageTemplates = template.Must(template.New("").ParseFS(templateFiles, "templates/*.html"))
+var pageTemplates = console.Parse(templateFiles, nil)
 
-// Nav implements module.Web.
-func (m *Module[TTx]) Nav() []module.NavItem {
-	return []module.NavItem{
-		{Path: "/payments", ZH: "支付单", EN: "Payments"},
-		{Path: "/payment-refunds", ZH: "退款", EN: "Refunds"},
-		{Path: "/payment-queues", ZH: "待处理", EN: "Queues"},
-	}
-}
-
-// Pages implements module.Web.
-func (m *Module[TTx]) Pages() []module.Page {
+// site is the payment console: the lists are in the navigation, a
+// payment or a refund is reached from its list or a search.
+func (m *Module[TTx]) site() console.Site {
 	v, o := module.RoleViewer, module.RoleOperator
-	return []module.Page{
-		{Pattern: "GET /payments", Role: v, Handle: m.pagePayments},
+	return console.Site{
+		{Pattern: "GET /payments", Role: v, Handle: m.pagePayments, ZH: "支付单", EN: "Payments"},
 		{Pattern: "GET /payments/{no}", Role: v, Handle: m.pagePayment},
 		{Pattern: "POST /payments/{no}/refund", Role: o, Handle: m.pageRefund},
 		{Pattern: "POST /payments/{no}/query", Role: o, Handle: m.pageQuery},
-		{Pattern: "GET /payment-refunds", Role: v, Handle: m.pageRefunds},
+		{Pattern: "GET /payment-refunds", Role: v, Handle: m.pageRefunds, ZH: "退款", EN: "Refunds"},
 		{Pattern: "GET /payment-refunds/{no}", Role: v, Handle: m.pageRefundDetail},
-		{Pattern: "GET /payment-queues", Role: v, Handle: m.pageQueues},
+		{Pattern: "GET /payment-queues", Role: v, Handle: m.pageQueues, ZH: "待处理", EN: "Queues"},
 	}
 }
+
+// Nav implements module.Web.
+func (m *Module[TTx]) Nav() []module.NavItem { return m.site().Nav() }
+
+// Pages implements module.Web.
+func (m *Module[TTx]) Pages() []module.Page { return m.site().Pages() }
 
 // Group implements module.Grouper.
 func (m *Module[TTx]) Group() module.Group {
@@ -144,12 +141,10 @@ var actionWords = map[string]words{
 	"refund_settle": {"退款完成", "refund settled"}, "refund_reversal": {"退款冲正", "refund reversed"}, "capture_reversal": {"入账冲正", "capture reversed"},
 }
 
-type page struct{ V *module.View }
+// page is what every payment template gets: the console's envelope and
+// the payment words.
+type page struct{ console.Page }
 
-func (p page) T(zh, en string) string         { return p.V.Zh(zh, en) }
-func (p page) When(t time.Time) string        { return mweb.Time(t) }
-func (p page) Zone() string                   { return mweb.ZoneLabel(p.V.Lang) }
-func (p page) CanOperate() bool               { return p.V.Can(module.RoleOperator) }
 func (p page) Word(s string) string           { return StateWord(s, p.V.Lang) }
 func (p page) RefundWord(s string) string     { return refundWord(s, p.V.Lang) }
 func (p page) Outcome(s string) string        { return pick(outcomeWords, s, p.V.Lang) }
@@ -161,12 +156,6 @@ func (p page) Seconds(d time.Duration) string {
 		return p.T("无", "none")
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 0, 64) + p.T(" 秒", " s")
-}
-func (p page) WhenP(t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return mweb.Time(*t)
 }
 func (p page) Level(s string) string {
 	switch s {
@@ -230,25 +219,6 @@ func parseYuan(s string) (int64, bool) {
 	return v, validAmount(v)
 }
 
-func render(name, title, nav string, data any) (*module.Rendered, error) {
-	return module.Render(pageTemplates, name, title, nav, data)
-}
-
-func redirect(w http.ResponseWriter, r *http.Request, to, flash, errText string) (*module.Rendered, error) {
-	q := url.Values{}
-	if flash != "" {
-		q.Set("flash", flash)
-	}
-	if errText != "" {
-		q.Set("err", errText)
-	}
-	if len(q) > 0 {
-		to += "?" + q.Encode()
-	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
-	return nil, nil
-}
-
 var payStates = []string{PayPending, PayPaid, PayClosed, PayManual}
 var refundStates = []string{RefundProcessing, RefundDone, RefundUnknown, RefundManual, RefundFailed}
 
@@ -280,12 +250,12 @@ func (m *Module[TTx]) pagePayments(w http.ResponseWriter, r *http.Request, v *mo
 		States      []string
 		Payments    []*Payment
 		H           *Health
-	}{page{v}, state, next, payStates, ps, h}
-	return render("payments", v.Zh("支付单", "Payments"), "/payments", data)
+	}{page{console.Page{V: v}}, state, next, payStates, ps, h}
+	return pageTemplates.Render("payments", v.Zh("支付单", "Payments"), "/payments", data)
 }
 
 func (m *Module[TTx]) pagePayment(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
-	if q := mweb.NewQuery(r, "flash", "err"); q.Err != nil {
+	if q := console.Query(r); q.Err != nil {
 		return nil, q.Err
 	}
 	no, err := pathNo(r)
@@ -303,8 +273,8 @@ func (m *Module[TTx]) pagePayment(w http.ResponseWriter, r *http.Request, v *mod
 		Refundable bool
 		Left       int64
 		RequestID  string
-	}{page{v}, d, (d.Payment.State == PayPaid || d.Payment.State == PayManual) && left > 0, left, newRequestID()}
-	return render("payment", v.Zh("支付单", "Payment")+" "+no, "/payments", data)
+	}{page{console.Page{V: v}}, d, (d.Payment.State == PayPaid || d.Payment.State == PayManual) && left > 0, left, newRequestID()}
+	return pageTemplates.Render("payment", v.Zh("支付单", "Payment")+" "+no, "/payments", data)
 }
 
 // newRequestID names one refund form: submitting that form twice finds
@@ -323,22 +293,22 @@ func (m *Module[TTx]) pageRefund(w http.ResponseWriter, r *http.Request, v *modu
 	back := "/payments/" + no
 	amount, okAmount := parseYuan(r.PostFormValue("amount"))
 	if !okAmount {
-		return redirect(w, r, back, "", v.Zh("退款金额须为正数，最多两位小数", "The amount must be positive with at most two decimals"))
+		return console.Redirect(w, r, back, "", v.Zh("退款金额须为正数，最多两位小数", "The amount must be positive with at most two decimals"))
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	ctx := keel.WithActor(r.Context(), v.Actor)
 	ref, err := m.CreateRefund(ctx, no, RefundRequest{RequestID: r.PostFormValue("request_id"), AmountMinor: amount, Reason: reason})
 	switch {
 	case isProblem(err, ErrRefundExceeds):
-		return redirect(w, r, back, "", v.Zh("退款总额不能超过实付金额", "Refunds cannot exceed the amount paid"))
+		return console.Redirect(w, r, back, "", v.Zh("退款总额不能超过实付金额", "Refunds cannot exceed the amount paid"))
 	case isProblem(err, ErrNotRefundable):
-		return redirect(w, r, back, "", v.Zh("该支付单当前不能退款", "This payment cannot be refunded now"))
+		return console.Redirect(w, r, back, "", v.Zh("该支付单当前不能退款", "This payment cannot be refunded now"))
 	case isProblem(err, ErrInvalid), isProblem(err, ErrRequestConflict):
-		return redirect(w, r, back, "", v.Zh("退款请求无效，请刷新页面后重试", "The refund request is invalid; reload and try again"))
+		return console.Redirect(w, r, back, "", v.Zh("退款请求无效，请刷新页面后重试", "The refund request is invalid; reload and try again"))
 	case err != nil:
 		return nil, err
 	}
-	return redirect(w, r, back, v.Zh("已发起退款 ", "Refund sent: ")+ref.RefundNo, "")
+	return console.Redirect(w, r, back, v.Zh("已发起退款 ", "Refund sent: ")+ref.RefundNo, "")
 }
 
 func (m *Module[TTx]) pageQuery(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -349,9 +319,9 @@ func (m *Module[TTx]) pageQuery(w http.ResponseWriter, r *http.Request, v *modul
 	back := "/payments/" + no
 	st, err := m.QueryPayment(keel.WithActor(r.Context(), v.Actor), no)
 	if err != nil {
-		return redirect(w, r, back, "", v.Zh("渠道暂未给出结果，稍后会自动再查", "The channel did not answer; it will be queried again"))
+		return console.Redirect(w, r, back, "", v.Zh("渠道暂未给出结果，稍后会自动再查", "The channel did not answer; it will be queried again"))
 	}
-	return redirect(w, r, back, v.Zh("查单完成：", "Queried: ")+StateWord(st, v.Lang), "")
+	return console.Redirect(w, r, back, v.Zh("查单完成：", "Queried: ")+StateWord(st, v.Lang), "")
 }
 
 func (m *Module[TTx]) pageRefunds(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -369,8 +339,8 @@ func (m *Module[TTx]) pageRefunds(w http.ResponseWriter, r *http.Request, v *mod
 		State   string
 		States  []string
 		Refunds []*Refund
-	}{page{v}, state, refundStates, rs}
-	return render("refunds", v.Zh("退款", "Refunds"), "/payment-refunds", data)
+	}{page{console.Page{V: v}}, state, refundStates, rs}
+	return pageTemplates.Render("refunds", v.Zh("退款", "Refunds"), "/payment-refunds", data)
 }
 
 func (m *Module[TTx]) pageRefundDetail(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -393,8 +363,8 @@ func (m *Module[TTx]) pageRefundDetail(w http.ResponseWriter, r *http.Request, v
 		page
 		R *Refund
 		H []Transition
-	}{page{v}, ref, h}
-	return render("refund", v.Zh("退款", "Refund")+" "+no, "/payment-refunds", data)
+	}{page{console.Page{V: v}}, ref, h}
+	return pageTemplates.Render("refund", v.Zh("退款", "Refund")+" "+no, "/payment-refunds", data)
 }
 
 func (m *Module[TTx]) pageQueues(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -418,6 +388,6 @@ func (m *Module[TTx]) pageQueues(w http.ResponseWriter, r *http.Request, v *modu
 		Manual        []*Payment
 		Unknown       []*Refund
 		ManualRefunds []*Refund
-	}{page{v}, manual, unknown, mr}
-	return render("queues", v.Zh("待处理队列", "Queues"), "/payment-queues", data)
+	}{page{console.Page{V: v}}, manual, unknown, mr}
+	return pageTemplates.Render("queues", v.Zh("待处理队列", "Queues"), "/payment-queues", data)
 }

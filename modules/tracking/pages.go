@@ -3,16 +3,14 @@ package tracking
 import (
 	"embed"
 	"errors"
-	"html/template"
 	"net/http"
-	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module"
 	mweb "github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/module/web/console"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/modules/tracking/store"
 )
@@ -20,50 +18,37 @@ import (
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-var pageTemplates = template.Must(template.New("").ParseFS(templateFiles, "templates/*.html"))
+var pageTemplates = console.Parse(templateFiles, nil)
 
-// Nav implements module.Web.
-func (m *Module[TTx]) Nav() []module.NavItem {
-	return []module.NavItem{
-		{Path: "/tracking", ZH: "轨迹查询", EN: "Tracking"},
-		{Path: "/tracking/carriers", ZH: "承运商健康", EN: "Carrier health"},
-	}
-}
-
-// Pages implements module.Web.
-func (m *Module[TTx]) Pages() []module.Page {
+// site is the tracking console: the search and the carriers are in the
+// navigation, a waybill and a carrier's mappings are reached from them.
+func (m *Module[TTx]) site() console.Site {
 	v, o, a := module.RoleViewer, module.RoleOperator, module.RoleAdmin
-	return []module.Page{
-		{Pattern: "GET /tracking", Role: v, Handle: m.pageSearch},
+	return console.Site{
+		{Pattern: "GET /tracking", Role: v, Handle: m.pageSearch, ZH: "轨迹查询", EN: "Tracking"},
 		{Pattern: "GET /tracking/waybills/{carrier}/{waybill}", Role: v, Handle: m.pageWaybill},
 		{Pattern: "POST /tracking/waybills/{carrier}/{waybill}/refresh", Role: o, Handle: m.pageRefresh},
-		{Pattern: "GET /tracking/carriers", Role: v, Handle: m.pageCarriers},
+		{Pattern: "GET /tracking/carriers", Role: v, Handle: m.pageCarriers, ZH: "承运商健康", EN: "Carrier health"},
 		{Pattern: "GET /tracking/carriers/{carrier}/mappings", Role: v, Handle: m.pageMappings},
 		{Pattern: "POST /tracking/carriers/{carrier}/mappings/{version}/replay", Role: o, Handle: m.pageReplay},
 		{Pattern: "POST /tracking/carriers/{carrier}/mappings/{version}/activate", Role: a, Handle: m.pageActivate},
 	}
 }
 
-// page is what every template gets.
-type page struct {
-	V *module.View
-}
+// Nav implements module.Web.
+func (m *Module[TTx]) Nav() []module.NavItem { return m.site().Nav() }
 
-func (p page) CanOperate() bool { return p.V.Can(module.RoleOperator) }
+// Pages implements module.Web.
+func (m *Module[TTx]) Pages() []module.Page { return m.site().Pages() }
 
-func (p page) T(zh, en string) string        { return p.V.Zh(zh, en) }
-func (p page) When(t time.Time) string       { return mweb.Time(t) }
-func (p page) Zone() string                  { return mweb.ZoneLabel(p.V.Lang) }
+// page is what every tracking template gets: the console's envelope and
+// the tracking words.
+type page struct{ console.Page }
+
 func (p page) Milestone(s string) string     { return domain.Milestone(s).Word(p.V.Lang) }
 func (p page) Flags(v domain.View) []string  { return v.Flags(p.V.Lang) }
 func (p page) Pct(f float64) int             { return int(f*100 + 0.5) }
 func (p page) Name(c *domain.Carrier) string { return c.Name(p.V.Lang) }
-func (p page) WhenP(t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return mweb.Time(*t)
-}
 
 var outcomeWords = map[string][2]string{
 	"advanced": {"已推进", "Advanced"}, "detail": {"补充明细", "Detail only"}, "unordered": {"顺序无法证明（待人工）", "Order unproven (manual)"},
@@ -94,25 +79,6 @@ func (p page) Via(s string) string {
 	return map[string]string{"webhook": p.T("推送", "Push"), "pull": p.T("补拉/查询", "Pull")}[s]
 }
 
-func render(name, title, nav string, data any) (*module.Rendered, error) {
-	return module.Render(pageTemplates, name, title, nav, data)
-}
-
-func redirect(w http.ResponseWriter, r *http.Request, to, flash, errText string) (*module.Rendered, error) {
-	q := url.Values{}
-	if flash != "" {
-		q.Set("flash", flash)
-	}
-	if errText != "" {
-		q.Set("err", errText)
-	}
-	if len(q) > 0 {
-		to += "?" + q.Encode()
-	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
-	return nil, nil
-}
-
 func (m *Module[TTx]) pageSearch(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
 	q, carrier, limit, err := m.searchParams(r)
 	if err != nil {
@@ -132,8 +98,8 @@ func (m *Module[TTx]) pageSearch(w http.ResponseWriter, r *http.Request, v *modu
 		Carriers   []*domain.Carrier
 		Waybills   []store.Waybill
 		Healths    []*Health
-	}{page{v}, q, carrier, m.carriers, ws, hs}
-	return render("search", v.Zh("轨迹查询", "Tracking"), "/tracking", data)
+	}{page{console.Page{V: v}}, q, carrier, m.carriers, ws, hs}
+	return pageTemplates.Render("search", v.Zh("轨迹查询", "Tracking"), "/tracking", data)
 }
 
 func (m *Module[TTx]) pageWaybill(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -154,8 +120,8 @@ func (m *Module[TTx]) pageWaybill(w http.ResponseWriter, r *http.Request, v *mod
 		C *domain.Carrier
 		D *WaybillDetail
 		H *Health
-	}{page{v}, c, d, h}
-	return render("waybill", v.Zh("运单", "Waybill")+" "+wb, "/tracking", data)
+	}{page{console.Page{V: v}}, c, d, h}
+	return pageTemplates.Render("waybill", v.Zh("运单", "Waybill")+" "+wb, "/tracking", data)
 }
 
 func (m *Module[TTx]) pageRefresh(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -165,9 +131,9 @@ func (m *Module[TTx]) pageRefresh(w http.ResponseWriter, r *http.Request, v *mod
 	}
 	back := "/tracking/waybills/" + c.Code + "/" + wb
 	if _, err := m.Refresh(keel.WithActor(r.Context(), v.Actor), c.Code, wb); err != nil {
-		return redirect(w, r, back, "", v.Zh("未能排队实时查询", "Could not queue a realtime query"))
+		return console.Redirect(w, r, back, "", v.Zh("未能排队实时查询", "Could not queue a realtime query"))
 	}
-	return redirect(w, r, back, v.Zh("已排队实时查询（占用实时配额）", "Realtime query queued (realtime share)"), "")
+	return console.Redirect(w, r, back, v.Zh("已排队实时查询（占用实时配额）", "Realtime query queued (realtime share)"), "")
 }
 
 func (m *Module[TTx]) pageCarriers(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -183,8 +149,8 @@ func (m *Module[TTx]) pageCarriers(w http.ResponseWriter, r *http.Request, v *mo
 		page
 		Healths  []*Health
 		Security []store.SecurityRow
-	}{page{v}, hs, sec}
-	return render("carriers", v.Zh("承运商健康", "Carrier health"), "/tracking/carriers", data)
+	}{page{console.Page{V: v}}, hs, sec}
+	return pageTemplates.Render("carriers", v.Zh("承运商健康", "Carrier health"), "/tracking/carriers", data)
 }
 
 func (m *Module[TTx]) pageMappings(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -202,8 +168,8 @@ func (m *Module[TTx]) pageMappings(w http.ResponseWriter, r *http.Request, v *mo
 		M        *MappingsView
 		CanAdmin bool
 		CanOp    bool
-	}{page{v}, c, mv, v.Can(module.RoleAdmin), v.Can(module.RoleOperator)}
-	return render("mappings", v.Zh("映射版本", "Mapping versions")+" · "+c.Name(v.Lang), "/tracking/carriers", data)
+	}{page{console.Page{V: v}}, c, mv, v.Can(module.RoleAdmin), v.Can(module.RoleOperator)}
+	return pageTemplates.Render("mappings", v.Zh("映射版本", "Mapping versions")+" · "+c.Name(v.Lang), "/tracking/carriers", data)
 }
 
 func (m *Module[TTx]) pageReplay(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -214,9 +180,9 @@ func (m *Module[TTx]) pageReplay(w http.ResponseWriter, r *http.Request, v *modu
 	back := "/tracking/carriers/" + c.Code + "/mappings"
 	res, err := m.ReplayMapping(keel.WithActor(r.Context(), v.Actor), c.Code, ver, v.Actor)
 	if err != nil {
-		return redirect(w, r, back, "", v.Zh("回放失败", "Replay failed"))
+		return console.Redirect(w, r, back, "", v.Zh("回放失败", "Replay failed"))
 	}
-	return redirect(w, r, back, v.Zh("回放完成：", "Replayed: ")+strconv.FormatInt(res.Changed, 10)+v.Zh(" 个运单会改变里程碑", " waybills would change milestone"), "")
+	return console.Redirect(w, r, back, v.Zh("回放完成：", "Replayed: ")+strconv.FormatInt(res.Changed, 10)+v.Zh(" 个运单会改变里程碑", " waybills would change milestone"), "")
 }
 
 func (m *Module[TTx]) pageActivate(w http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {
@@ -227,14 +193,14 @@ func (m *Module[TTx]) pageActivate(w http.ResponseWriter, r *http.Request, v *mo
 	back := "/tracking/carriers/" + c.Code + "/mappings"
 	reason, err := mweb.Reason(r.PostFormValue("reason"), true)
 	if err != nil {
-		return redirect(w, r, back, "", v.Zh("请填写至少 5 个字的原因", "Give a reason of at least 5 characters"))
+		return console.Redirect(w, r, back, "", v.Zh("请填写至少 5 个字的原因", "Give a reason of at least 5 characters"))
 	}
 	n, err := m.ActivateMapping(keel.WithActor(r.Context(), v.Actor), c.Code, ver, v.Actor, reason)
 	if errors.Is(err, ErrReplayFirst) {
-		return redirect(w, r, back, "", v.Zh("请先回放并查看差异，再上线", "Replay and review the diff before rolling out"))
+		return console.Redirect(w, r, back, "", v.Zh("请先回放并查看差异，再上线", "Replay and review the diff before rolling out"))
 	}
 	if err != nil {
-		return redirect(w, r, back, "", v.Zh("上线失败：版本不是草稿", "Rollout refused: the version is not a draft"))
+		return console.Redirect(w, r, back, "", v.Zh("上线失败：版本不是草稿", "Rollout refused: the version is not a draft"))
 	}
-	return redirect(w, r, back, v.Zh("已上线，待映射事件已处理：", "Rolled out; waiting events applied: ")+strconv.Itoa(n), "")
+	return console.Redirect(w, r, back, v.Zh("已上线，待映射事件已处理：", "Rolled out; waiting events applied: ")+strconv.Itoa(n), "")
 }
