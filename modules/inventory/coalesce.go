@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module/groupcommit"
 	"github.com/keelwork/keel/modules/inventory/domain"
 	"github.com/keelwork/keel/modules/inventory/store"
 )
@@ -28,12 +28,9 @@ import (
 // hand-off per request, and requests spread over many SKUs share commits
 // too. Lanes run in parallel (on SQLite, with its one writer, there is one).
 type coalescer[TTx any] struct {
-	m   *Module[TTx]
-	max int
-
-	mu    sync.Mutex
-	lanes []*lane
-	stats CoalesceStats
+	fallbacks atomic.Int64 // the group counts the rest of CoalesceStats
+	m         *Module[TTx]
+	g         *groupcommit.Group[*coRequest]
 }
 
 // CoalesceStats counts the coalescer's work.
@@ -46,16 +43,8 @@ type CoalesceStats struct {
 }
 
 func (c *coalescer[TTx]) snapshot() CoalesceStats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.stats
-	s.Lanes = len(c.lanes)
-	return s
-}
-
-type lane struct {
-	waiting []*coRequest
-	running bool
+	g := c.g.Stats()
+	return CoalesceStats{Lanes: g.Lanes, Batches: g.Batches, Requests: g.Requests, Largest: g.Largest, Fallbacks: c.fallbacks.Load()}
 }
 
 type coRequest struct {
@@ -71,30 +60,27 @@ type coResult struct {
 }
 
 func newCoalescer[TTx any](m *Module[TTx], most, lanes int) *coalescer[TTx] {
-	c := &coalescer[TTx]{m: m, max: most}
-	for range max(lanes, 1) {
-		c.lanes = append(c.lanes, &lane{})
-	}
+	c := &coalescer[TTx]{m: m}
+	c.g = groupcommit.New(groupcommit.Config[*coRequest]{
+		Lanes: lanes,
+		Max:   most,
+		Lane:  func(r *coRequest) string { return StockKey(r.req.Warehouse, r.req.SKU) },
+		// A second request of an order line waits for the next batch,
+		// where it is a replay.
+		Key: func(r *coRequest) string { return r.req.OrderLine },
+		Run: c.run,
+		// Led on the submitter's goroutine, which would only wait for its
+		// answer otherwise: a burst of reservations starts no goroutine.
+		// The leader returns (and sees its ctx) only once the lane is
+		// empty, which the burst's end brings.
+		Spawn: false,
+	})
 	return c
-}
-
-func (c *coalescer[TTx]) laneOf(wh, sku string) *lane {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(StockKey(wh, sku)))
-	return c.lanes[h.Sum32()%uint32(len(c.lanes))]
 }
 
 func (c *coalescer[TTx]) reserve(ctx context.Context, req ReserveRequest) (Result, error) {
 	r := &coRequest{req: req, ctx: ctx, done: make(chan coResult, 1)}
-	l := c.laneOf(req.Warehouse, req.SKU)
-	c.mu.Lock()
-	l.waiting = append(l.waiting, r)
-	lead := !l.running
-	l.running = true
-	c.mu.Unlock()
-	if lead {
-		c.lead(l)
-	}
+	c.g.Submit(r)
 	select {
 	case out := <-r.done:
 		if out.fallback {
@@ -107,45 +93,10 @@ func (c *coalescer[TTx]) reserve(ctx context.Context, req ReserveRequest) (Resul
 	}
 }
 
-// lead runs batches until the lane's queue is empty.
-func (c *coalescer[TTx]) lead(l *lane) {
-	for {
-		c.mu.Lock()
-		if len(l.waiting) == 0 {
-			l.running = false
-			c.mu.Unlock()
-			return
-		}
-		// One request per key in a batch: a second of the same key waits
-		// for the next one, where it is a replay.
-		var batch, rest []*coRequest
-		seen := map[string]bool{}
-		for _, r := range l.waiting {
-			if len(batch) < c.max && !seen[r.req.OrderLine] {
-				seen[r.req.OrderLine] = true
-				batch = append(batch, r)
-			} else {
-				rest = append(rest, r)
-			}
-		}
-		l.waiting = rest
-		c.stats.Batches++
-		c.stats.Requests += int64(len(batch))
-		c.stats.Largest = max(c.stats.Largest, len(batch))
-		c.mu.Unlock()
-		again := c.run(batch)
-		if len(again) > 0 {
-			c.mu.Lock()
-			l.waiting = append(again, l.waiting...) // keep their place in arrival order
-			c.mu.Unlock()
-		}
-	}
-}
-
-// run executes one batch and answers its requests; it returns those that
-// neither got stock nor are short of it (a larger request before them
-// did not fit): they go first in the next batch.
-func (c *coalescer[TTx]) run(batch []*coRequest) (again []*coRequest) {
+// run executes one batch and answers its requests; it returns the
+// positions of those that neither got stock nor are short of it (a larger
+// request before them did not fit): they go first in the next batch.
+func (c *coalescer[TTx]) run(batch []*coRequest) (again []int) {
 	m := c.m
 	ctx := context.WithoutCancel(batch[0].ctx)
 	outs := make([]coResult, len(batch))
@@ -178,9 +129,7 @@ func (c *coalescer[TTx]) run(batch []*coRequest) (again []*coRequest) {
 	if err != nil {
 		// Each request runs on its own, where its error (a reused key, an
 		// unknown pair) is its own and not its batch's.
-		c.mu.Lock()
-		c.stats.Fallbacks += int64(len(batch))
-		c.mu.Unlock()
+		c.fallbacks.Add(int64(len(batch)))
 		for _, r := range batch {
 			r.done <- coResult{err: err, fallback: true}
 		}
@@ -189,14 +138,13 @@ func (c *coalescer[TTx]) run(batch []*coRequest) (again []*coRequest) {
 	isRetry := make(map[int]bool, len(retry))
 	for _, i := range retry {
 		isRetry[i] = true
-		again = append(again, batch[i])
 	}
 	for i, r := range batch {
 		if !isRetry[i] {
 			r.done <- outs[i]
 		}
 	}
-	return again
+	return retry
 }
 
 // pairBatch is one pair's fresh requests in a batch, in arrival order.

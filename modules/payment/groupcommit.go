@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"time"
 
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module/groupcommit"
 	"github.com/keelwork/keel/modules/payment/channel"
 )
 
@@ -40,12 +40,11 @@ import (
 // transaction: every callback is classified and answered by the batch
 // itself (applied, duplicate, mismatch, …), and the batch pays one commit.
 type succeeder[TTx any] struct {
-	m   *Module[TTx]
-	max int
+	m *Module[TTx]
+	g *groupcommit.Group[*sRequest]
 
 	mu    sync.Mutex
-	lanes []*sLane
-	stats GroupStats
+	stats GroupStats // Applied, Alone and Failed; g counts the rest
 }
 
 // GroupStats counts the callback group commit's work.
@@ -59,11 +58,6 @@ type GroupStats struct {
 	Failed    int64 `json:"failed"`    // batches whose transaction failed
 }
 
-type sLane struct {
-	waiting []*sRequest
-	running bool
-}
-
 type sRequest struct {
 	n    *channel.Notice
 	ev   evidence
@@ -75,10 +69,19 @@ type sRequest struct {
 }
 
 func newSucceeder[TTx any](m *Module[TTx], most, lanes int) *succeeder[TTx] {
-	s := &succeeder[TTx]{m: m, max: most}
-	for range max(lanes, 1) {
-		s.lanes = append(s.lanes, &sLane{})
-	}
+	s := &succeeder[TTx]{m: m}
+	no := func(r *sRequest) string { return r.n.OutTradeNo }
+	s.g = groupcommit.New(groupcommit.Config[*sRequest]{
+		Lanes: lanes,
+		Max:   most,
+		Lane:  no,
+		Key:   no,
+		Run:   s.run,
+		// On a goroutine of its own, not the caller's: under a steady
+		// stream the lane never empties, and a caller that led it would
+		// never get to send its own reply.
+		Spawn: true,
+	})
 	return s
 }
 
@@ -87,10 +90,11 @@ func (m *Module[TTx]) GroupStats() GroupStats {
 	if m.group == nil {
 		return GroupStats{}
 	}
+	g := m.group.g.Stats()
 	m.group.mu.Lock()
 	defer m.group.mu.Unlock()
 	s := m.group.stats
-	s.Lanes = len(m.group.lanes)
+	s.Lanes, s.Batches, s.Callbacks, s.Largest = g.Lanes, g.Batches, g.Requests, g.Largest
 	return s
 }
 
@@ -110,20 +114,7 @@ func (s *succeeder[TTx]) succeed(ctx context.Context, n *channel.Notice, ev evid
 		at = ev.at
 	}
 	r := &sRequest{n: n, ev: ev, at: at, ctx: ctx, done: make(chan bool, 1)}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(n.OutTradeNo))
-	l := s.lanes[h.Sum32()%uint32(len(s.lanes))]
-	s.mu.Lock()
-	l.waiting = append(l.waiting, r)
-	lead := !l.running
-	l.running = true
-	s.mu.Unlock()
-	if lead {
-		// On a goroutine of its own, not the caller's: under a steady
-		// stream the lane never empties, and a caller that led it would
-		// never get to send its own reply.
-		go s.lead(l)
-	}
+	s.g.Submit(r)
 	// Not selecting on ctx: the reply must not say "not applied" while the
 	// batch holding this callback may still commit.
 	if !<-r.done {
@@ -132,36 +123,9 @@ func (s *succeeder[TTx]) succeed(ctx context.Context, n *channel.Notice, ev evid
 	return r.outcome, r.detail, true
 }
 
-// lead runs batches until the lane's queue is empty.
-func (s *succeeder[TTx]) lead(l *sLane) {
-	for {
-		s.mu.Lock()
-		if len(l.waiting) == 0 {
-			l.running = false
-			s.mu.Unlock()
-			return
-		}
-		var batch, rest []*sRequest
-		seen := map[string]bool{}
-		for _, r := range l.waiting {
-			if len(batch) < s.max && !seen[r.n.OutTradeNo] {
-				seen[r.n.OutTradeNo] = true
-				batch = append(batch, r)
-			} else {
-				rest = append(rest, r)
-			}
-		}
-		l.waiting = rest
-		s.stats.Batches++
-		s.stats.Callbacks += int64(len(batch))
-		s.stats.Largest = max(s.stats.Largest, len(batch))
-		s.mu.Unlock()
-		s.run(batch)
-	}
-}
-
-// run executes one batch and answers its callbacks.
-func (s *succeeder[TTx]) run(batch []*sRequest) {
+// run executes one batch and answers every callback of it: none is
+// handed back to the group.
+func (s *succeeder[TTx]) run(batch []*sRequest) []int {
 	ctx := context.WithoutCancel(batch[0].ctx)
 	var moved map[string]bool
 	err := s.m.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
@@ -198,6 +162,7 @@ func (s *succeeder[TTx]) run(batch []*sRequest) {
 		}
 		r.done <- moved[r.n.OutTradeNo]
 	}
+	return nil
 }
 
 // runEachTx is SQLite's batch: each callback's one-callback statements in
