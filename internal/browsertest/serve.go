@@ -19,7 +19,6 @@ import (
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/server"
 	"github.com/keelwork/keel/server/auth"
-	"github.com/keelwork/keel/server/migration"
 )
 
 // Served is Keel's real server (API, console, login) hosting modules for
@@ -76,16 +75,12 @@ func (s *Served) Token(name string, role auth.Role) string {
 // module's) migrated: what ServeOn runs on with the driver's DB.
 func SQLite(t *testing.T, lines func(dialect string) []keelmigrate.Line) (*keelsqlite.Driver, string) {
 	t.Helper()
-	return testdb.OpenSQLite(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-		return append(migration.Lines(dialect), lines(dialect)...)
-	}})
+	return testdb.OpenSQLite(t, &testdb.Options{Lines: withServer(lines)})
 }
 
 // Postgres is a PostgreSQL schema for t with the server's lines (tokens,
 // sessions) and lines (a module's) migrated: what Serve runs on.
 func Postgres(t *testing.T, lines func(dialect string) []keelmigrate.Line) (*keelpgx.Driver, string) {
 	t.Helper()
-	return testdb.OpenPostgres(t, &testdb.Options{Lines: func(dialect string) []keelmigrate.Line {
-		return append(migration.Lines(dialect), lines(dialect)...)
-	}})
+	return testdb.OpenPostgres(t, &testdb.Options{Lines: withServer(lines)})
 }

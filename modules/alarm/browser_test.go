@@ -10,11 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/server/auth"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestAlarmConsoleInBrowser drives Chromium through Keel's real server
@@ -23,8 +20,9 @@ import (
 // severe instance (history, notices, evidence) and acknowledges it.
 func TestAlarmConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	d, schema := browsertest.Postgres(t, Lines)
-	e := &moduletest.Env[pgx.Tx]{Name: "postgres", Driver: d, DB: keelsql.Pgx(d.Pool()), Schema: schema, Clock: moduletest.NewClock(time.Now().UTC())}
+	e := browsertest.PostgresEnv(t, Lines)
+	// The module reads the real time here, as the server hosting it does.
+	e.Clock.Set(time.Now().UTC())
 	r := start(t, e, nil)
 	ctx := context.Background()
 	var devs []string
@@ -47,10 +45,9 @@ func TestAlarmConsoleInBrowser(t *testing.T) {
 	sev := r.instances(devs[0])[0]
 	moduletest.WaitFor(t, 30*time.Second, "the severe notice", func() bool { return r.hook.count(sev.ID+":firing:3") == 1 })
 
-	srv := browsertest.Serve(t, d.Pool(), e.DB, r.c, r.m)
-	token, base := srv.Token("ops-zhao", auth.RoleOperator), srv.Base
-	br := browsertest.New(t, 240*time.Second)
-	br.Login(base, token)
+	srv := browsertest.ServeEnv(t, e, r.c, r.m)
+	base := srv.Base
+	br := srv.Session("ops-zhao", auth.RoleOperator, 240*time.Second)
 	br.Do("open the board", chromedp.Navigate(base+"/alarm"), chromedp.WaitVisible(chromedp.CSS("#severe")), br.Shot("alarm-board"))
 	br.MustSee("storm", "#storm-state", "告警风暴进行中", "普通积压")
 	br.MustSee("severe alarms", "#severe", sev.ID, devs[0], "严重", "告警中")

@@ -1,55 +1,13 @@
 package alarm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
-	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeltype"
-	"github.com/keelwork/keel/module/modcli"
 	"github.com/keelwork/keel/module/moduletest"
-	mweb "github.com/keelwork/keel/module/web"
 )
-
-func serveRoutes[TTx any](t *testing.T, m *Module[TTx], actor string) *httptest.Server {
-	mux := http.NewServeMux()
-	for _, rt := range m.Routes() {
-		handle := rt.Handle
-		mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
-			r = r.WithContext(keel.WithActor(r.Context(), actor))
-			status, body, err := handle(w, r)
-			if err != nil {
-				status, code := http.StatusInternalServerError, "internal"
-				if p, ok := mweb.As(err); ok {
-					status, code = p.Status, p.Code
-				} else if errors.Is(err, keeltype.ErrNotFound) {
-					status, code = http.StatusNotFound, "not_found"
-				} else if errors.Is(err, keeltype.ErrInvalidArgument) {
-					status, code = http.StatusBadRequest, "invalid_argument"
-				}
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(status)
-				_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "code": code, "detail": err.Error()})
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			_ = json.NewEncoder(w).Encode(body)
-		})
-	}
-	s := httptest.NewServer(mux)
-	t.Cleanup(s.Close)
-	return s
-}
 
 // TestAlarmCommands runs the `keel alarm` verbs through cobra against the
 // module's API: a severe instance listed and acknowledged, a silence, the
@@ -68,21 +26,9 @@ func testCommands[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 		t.Fatalf("instances of d1: %d", len(l))
 	}
 	id := l[0].ID
-	caller := &moduletest.HTTPCaller{Base: serveRoutes(t, r.m, "ops").URL}
-	run := func(args ...string) (string, error) {
-		var out, hints bytes.Buffer
-		runner := func(cmd *cobra.Command, work func(ctx context.Context, e *modcli.Env) error) error {
-			asJSON, _ := cmd.Flags().GetBool("json")
-			return work(cmd.Context(), &modcli.Env{API: caller, JSON: asJSON, Out: &out, Err: &hints})
-		}
-		root := &cobra.Command{Use: "keel", SilenceUsage: true, SilenceErrors: true}
-		root.PersistentFlags().Bool("json", false, "")
-		root.AddCommand(commands(runner)...)
-		root.SetArgs(args)
-		root.SetOut(io.Discard)
-		err := root.ExecuteContext(ctx)
-		return out.String(), err
-	}
+	caller := &moduletest.HTTPCaller{Base: moduletest.ServeAPI(t, r.m.Routes(), "ops").URL}
+	cli := &moduletest.CLI{API: caller, Verbs: commands}
+	run := func(args ...string) (string, error) { return cli.Run(ctx, args...) }
 	out, err := run("alarm", "instances")
 	if err != nil || !strings.Contains(out, "INSTANCE") || !strings.Contains(out, id) || !strings.Contains(out, "firing") {
 		t.Fatalf("instances: %v\n%s", err, out)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,20 +121,7 @@ func start[TTx any](t testing.TB, e *moduletest.Env[TTx], settings map[string]st
 	if err := m.Configure(cfg); err != nil {
 		t.Fatalf("configure: %v", err)
 	}
-	c := e.Client(t, cfg)
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatalf("client start: %v", err)
-	}
-	if err := m.Start(ctx, c); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = m.Stop(sctx)
-		_ = c.Stop(sctx)
-	})
+	c := e.Run(t, cfg, m)
 	return &rig[TTx]{t: t, e: e, m: m, hook: hook, c: c}
 }
 
@@ -166,51 +154,14 @@ func (r *rig[TTx]) settle() {
 	})
 }
 
+// count runs a counting query; on SQLite its boolean literals are the
+// integers the columns hold, as the module's partial indexes name them.
 func (r *rig[TTx]) count(q string, args ...any) int64 {
 	r.t.Helper()
 	if r.e.Name == "sqlite" {
-		q = sqliteQ(q)
+		q = strings.NewReplacer("= false", "= 0", "= true", "= 1").Replace(q)
 	}
-	var n int64
-	if err := r.e.DB.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		r.t.Fatalf("%s: %v", q, err)
-	}
-	return n
-}
-
-func sqliteQ(q string) string {
-	out := []byte{}
-	for i := 0; i < len(q); i++ {
-		if q[i] == '$' {
-			out = append(out, '?')
-			continue
-		}
-		out = append(out, q[i])
-	}
-	s := string(out)
-	for _, p := range [][2]string{{"= false", "= 0"}, {"= true", "= 1"}} {
-		s = replaceAll(s, p[0], p[1])
-	}
-	return s
-}
-
-func replaceAll(s, a, b string) string {
-	for {
-		i := indexOf(s, a)
-		if i < 0 {
-			return s
-		}
-		s = s[:i] + b + s[i+len(a):]
-	}
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
+	return r.e.Count(r.t, q, args...)
 }
 
 func (r *rig[TTx]) instances(device string) []*Instance {

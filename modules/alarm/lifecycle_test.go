@@ -155,10 +155,7 @@ func testConcurrent[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 		t.Fatalf("notices of the instance: %d", n)
 	}
 	q := "INSERT INTO alarm_instance (id, device, rule, rule_version, state, severity, peak_severity, peak_value, first_value, last_value, count, first_at, last_at, boot, first_seq, last_seq, received_at, ver) VALUES ('X2', 'd1', 'temp-high', 1, 'firing', 3, 3, 1, 1, 1, 1, $1, $1, 1, 1, 1, $1, 1)"
-	if e.Name == "sqlite" {
-		q = sqliteQ(q)
-	}
-	if _, err := e.DB.Exec(context.Background(), q, e.Clock.Now()); err == nil {
+	if _, err := e.DB.Exec(context.Background(), e.SQL(q), e.Clock.Now()); err == nil {
 		t.Fatal("the database accepted a second open instance of the same device and rule")
 	}
 }

@@ -155,22 +155,18 @@ func runChild[TTx any](t *testing.T, e *moduletest.Env[TTx], settings map[string
 // the same session gets what was not acknowledged: no reading is lost,
 // none is applied twice (one instance, counted once per reading).
 func TestAlarmMQTTRedelivery(t *testing.T) {
-	t.Parallel()
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: Lines})
-		e := &moduletest.Env[pgx.Tx]{Name: "postgres", Driver: d, DB: keelsql.Pgx(d.Pool()), Schema: schema, Clock: moduletest.NewClock(time.Now().UTC())}
-		testRedelivery(t, e, "postgres", schema)
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: Lines})
-		e := &moduletest.Env[*sql.Tx]{Name: "sqlite", Driver: d, DB: keelsql.SQLite(d.DB()), Clock: moduletest.NewClock(time.Now().UTC())}
-		testRedelivery(t, e, "sqlite", path)
-	})
+	moduletest.Each(t, Lines, testRedelivery[pgx.Tx], testRedelivery[*sql.Tx])
 }
 
-func testRedelivery[TTx any](t *testing.T, e *moduletest.Env[TTx], dialect, db string) {
+func testRedelivery[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
+	// The child's clock reads the real time it started at: this process's
+	// does too, so that the two agree on when a reading was taken.
+	e.Clock.Set(time.Now().UTC())
+	// The child opens the schema on PostgreSQL, the file on SQLite.
+	dialect, db := e.Name, e.Schema
+	if dialect == "sqlite" {
+		db = e.DSN
+	}
 	broker := startMosquitto(t)
 	pre, err := New(e.Host(nil))
 	if err != nil {

@@ -1,69 +1,18 @@
 package export
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/module/moduletest"
-	"github.com/keelwork/keel/module/web"
 )
-
-// actorHeader names the acting user of a request to the test server (the
-// real server takes it from the token).
-const actorHeader = "X-Test-Actor"
-
-// serveAPI serves the module's routes over HTTP the way the server does:
-// the actor on the context, problem+json for errors, and nothing added
-// after a handler that wrote its own answer (a download).
-func serveAPI[TTx any](t testing.TB, m *Module[TTx]) *httptest.Server {
-	s := httptest.NewServer(apiMux(m))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// apiMux is serveAPI's handler.
-func apiMux[TTx any](m *Module[TTx]) *http.ServeMux {
-	mux := http.NewServeMux()
-	for _, rt := range m.Routes() {
-		handle := rt.Handle
-		mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
-			actor := r.Header.Get(actorHeader)
-			if actor == "" {
-				actor = alice
-			}
-			r = r.WithContext(keel.WithActor(r.Context(), actor))
-			status, body, err := handle(w, r)
-			if err != nil {
-				status, code := http.StatusInternalServerError, web.CodeInternal
-				if p, ok := web.As(err); ok {
-					status, code = p.Status, p.Code
-				}
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(status)
-				_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "code": code, "detail": err.Error()})
-				return
-			}
-			if body == nil {
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			_ = json.NewEncoder(w).Encode(body)
-		})
-	}
-	return mux
-}
 
 // answer is one HTTP answer: status, content type, problem code, task id.
 type answer struct {
@@ -73,26 +22,13 @@ type answer struct {
 	id     int64
 }
 
+// post sends body to the module's API as actor would.
 func post(t testing.TB, base, path, actor string, body any) answer {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(actorHeader, actor)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Errorf("POST %s as %s: %v", path, actor, err)
-		return answer{}
-	}
-	defer resp.Body.Close()
-	var v struct {
-		Code string `json:"code"`
-		ID   int64  `json:"id"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&v)
-	return answer{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), code: v.Code, id: v.ID}
+	a := moduletest.Do(t, base, http.MethodPost, path, body, http.Header{moduletest.ActorHeader: {actor}})
+	code, _ := a.Body["code"].(string)
+	id, _ := a.Body["id"].(float64)
+	return answer{status: a.Status, ctype: a.Header.Get("Content-Type"), code: code, id: int64(id)}
 }
 
 // race sends n create requests as actor at once (each a new version, so
@@ -148,7 +84,7 @@ func testCaps[TTx any](t *testing.T, e *tenv[TTx]) {
 	m.SetHeapWatermark(1) // nothing is claimed: accepted exports stay running
 	e.start(t, m, 5*time.Second, false)
 	seed(t, m, "cap", 300, alice, "bob", "carol")
-	srv := serveAPI(t, m)
+	srv := moduletest.ServeAPI(t, m.Routes(), alice)
 	counts := func() (tasks, shards int64) {
 		ctx := context.Background()
 		_ = m.DB.QueryRow(ctx, "SELECT count(*) FROM export_tasks").Scan(&tasks)

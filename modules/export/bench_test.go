@@ -15,6 +15,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // BenchmarkExport measures, on PostgreSQL and fileblob in one run, a CSV
@@ -36,7 +37,7 @@ func BenchmarkExport(b *testing.B) {
 		xrows, _ = strconv.Atoi(s)
 	}
 	for i := 0; i < b.N; i++ {
-		e := pgEnv(b)
+		e := newTenv(moduletest.Postgres(b, testLines))
 		m := e.build(b, map[string]string{"export.storage": "file", "export.memory_budget_mb": "96", "export.task_peak_mb": "24"})
 		seed(b, m, "bench", rows, alice)
 		seed(b, m, "bench-x", xrows, alice)
@@ -46,7 +47,7 @@ func BenchmarkExport(b *testing.B) {
 
 		// The ceiling: one COPY of the same rows into the same store.
 		t0 := time.Now()
-		copyRows := copyCeiling(b, e.dsn, m.Bucket(), rows)
+		copyRows := copyCeiling(b, e.DSN, m.Bucket(), rows)
 		copyRate := float64(copyRows) / time.Since(t0).Seconds()
 
 		resetPeakRSS()

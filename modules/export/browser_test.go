@@ -11,10 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -27,22 +25,11 @@ import (
 // count in the page, then finds the export's audit reason in words.
 func TestExportConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		d, _ := browsertest.Postgres(t, testLines)
-		e := &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), name: "postgres"}
-		sqlDB := stdlib.OpenDBFromPool(d.Pool())
-		t.Cleanup(func() { _ = sqlDB.Close() })
-		testConsoleInBrowser(t, e, sqlDB)
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		d, _ := browsertest.SQLite(t, testLines)
-		testConsoleInBrowser(t, &tenv[*sql.Tx]{drv: d, db: keelsql.SQLite(d.DB()), name: "sqlite"}, d.DB())
-	})
+	browsertest.Both(t, testLines, moduletest.With(newTenv[pgx.Tx], testConsoleInBrowser[pgx.Tx]),
+		moduletest.With(newTenv[*sql.Tx], testConsoleInBrowser[*sql.Tx]))
 }
 
-func testConsoleInBrowser[TTx any](t *testing.T, e *tenv[TTx], sqlDB *sql.DB) {
+func testConsoleInBrowser[TTx any](t *testing.T, e *tenv[TTx]) {
 	gate := make(chan struct{})
 	var open sync.Once
 	m := e.build(t, small(map[string]string{"export.memory_budget_mb": "24", "export.task_peak_mb": "24", "export.shard_rows": "300"}),
@@ -57,10 +44,9 @@ func testConsoleInBrowser[TTx any](t *testing.T, e *tenv[TTx], sqlDB *sql.DB) {
 	client := e.start(t, m, 5*time.Second, false)
 	seed(t, m, "web", 3000, "token:ops-li")
 
-	srv := browsertest.ServeOn(t, sqlDB, e.db, client, m)
-	token, base := srv.Token("ops-li", auth.RoleOperator), srv.Base
-	br := browsertest.New(t, 120*time.Second)
-	br.Login(base, token)
+	srv := browsertest.ServeEnv(t, e.Env, client, m)
+	base := srv.Base
+	br := srv.Session("ops-li", auth.RoleOperator, 120*time.Second)
 	br.Do("open the export centre",
 		chromedp.Click(chromedp.CSS(`header nav a[href="/exports"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#export-create")), br.Shot("export-centre-empty"))

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,9 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/spf13/cobra"
 
-	"github.com/keelwork/keel/module/modcli"
 	"github.com/keelwork/keel/module/moduletest"
 )
 
@@ -59,13 +56,8 @@ func (h *holdWriter) Write(p []byte) (int, error) {
 	if !h.held && h.sent >= h.after {
 		h.held = true
 		h.ResponseWriter.(http.Flusher).Flush()
-		deadline := time.Now().Add(2 * time.Minute)
-		for !h.ready() {
-			if time.Now().After(deadline) {
-				h.stalled.Store(true)
-				break
-			}
-			time.Sleep(10 * time.Millisecond) // polling the client's output, not waiting out a duration
+		if !moduletest.WaitUntil(2*time.Minute, h.ready) {
+			h.stalled.Store(true)
 		}
 	}
 	return n, err
@@ -85,7 +77,7 @@ func TestExportCLIDownload(t *testing.T) {
 
 func testCLIDownload[TTx any](t *testing.T, e *tenv[TTx]) {
 	rows := 200_000
-	if e.name == "sqlite" {
+	if e.Name == "sqlite" {
 		rows = 50_000
 	}
 	m := e.build(t, map[string]string{"export.shard_rows": "50000", "export.chunk_rows": "25000", "export.storage": "file"})
@@ -98,27 +90,18 @@ func testCLIDownload[TTx any](t *testing.T, e *tenv[TTx]) {
 	task = waitState(t, m, task.ID, 4*time.Minute, StateSucceeded)
 	var stderr syncBuffer
 	var stalled atomic.Bool
+	api := moduletest.APIHandler(m.Routes(), alice)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/download") {
 			w = &holdWriter{ResponseWriter: w, after: 1 << 20, stalled: &stalled,
 				ready: func() bool { return strings.Count(stderr.String(), "\r") >= 2 }}
 		}
-		apiMux(m).ServeHTTP(w, r)
+		api.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	caller := &moduletest.HTTPCaller{Base: srv.URL}
-	run := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		runner := func(cmd *cobra.Command, work func(ctx context.Context, e *modcli.Env) error) error {
-			return work(cmd.Context(), &modcli.Env{API: caller, Out: &out, Err: &stderr})
-		}
-		root := &cobra.Command{Use: "keel", SilenceUsage: true, SilenceErrors: true}
-		root.AddCommand(Commands(runner)...)
-		root.SetArgs(args)
-		root.SetOut(io.Discard)
-		err := root.ExecuteContext(context.Background())
-		return out.String(), err
-	}
+	cli := &moduletest.CLI{API: caller, Verbs: Commands, Err: &stderr}
+	run := func(args ...string) (string, error) { return cli.Run(context.Background(), args...) }
 	id := strconv.FormatInt(task.ID, 10)
 	file := filepath.Join(t.TempDir(), "orders.csv")
 	out, err := run("exports", "download", id, "--out", file)

@@ -71,13 +71,10 @@ func TestExportCrash(t *testing.T) {
 
 func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	dir := t.TempDir()
-	m := e.build(t, crashSettings(e.name, dir))
-	seed(t, m, "crash", crashRows(e.name), alice)
+	m := e.build(t, crashSettings(e.Name, dir))
+	seed(t, m, "crash", crashRows(e.Name), alice)
 	// The controller only creates and watches: an insert-only client.
-	c, err := keel.NewClient(e.drv, &keel.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.Client(t, &keel.Config{Logger: quiet()})
 	if err := m.Start(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +89,7 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	procs := make([]*exec.Cmd, 3)
 	spawn := func(i int) {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestExportCrashWorker$", "-test.timeout", "20m")
-		cmd.Env = append(os.Environ(), "KEEL_EXPORT_CRASH_DSN="+e.dsn, "KEEL_EXPORT_CRASH_DIALECT="+e.name, "KEEL_EXPORT_CRASH_DIR="+dir, fmt.Sprintf("KEEL_EXPORT_CRASH_ID=w%d-%d", i, time.Now().UnixNano()))
+		cmd.Env = append(os.Environ(), "KEEL_EXPORT_CRASH_DSN="+e.DSN, "KEEL_EXPORT_CRASH_DIALECT="+e.Name, "KEEL_EXPORT_CRASH_DIR="+dir, fmt.Sprintf("KEEL_EXPORT_CRASH_ID=w%d-%d", i, time.Now().UnixNano()))
 		cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -135,7 +132,7 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	if kills < 3 {
 		t.Fatalf("only %d kills landed before the export finished", kills)
 	}
-	if done.Verdict != "ok" || done.ObjectRows != int64(crashRows(e.name)) {
+	if done.Verdict != "ok" || done.ObjectRows != int64(crashRows(e.Name)) {
 		t.Fatalf("verdict %s rows %d", done.Verdict, done.ObjectRows)
 	}
 	// One current file: the published key is the task's only final object.
@@ -174,7 +171,7 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	rows.Close()
 	cw.Flush()
 	_ = bw.Flush()
-	if n != crashRows(e.name) || hex.EncodeToString(h.Sum(nil)) != done.ObjectSHA256 {
+	if n != crashRows(e.Name) || hex.EncodeToString(h.Sum(nil)) != done.ObjectSHA256 {
 		t.Fatalf("the cut has %d rows and digest %x; the file %s", n, h.Sum(nil), done.ObjectSHA256)
 	}
 	var stale int64

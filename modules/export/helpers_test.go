@@ -18,52 +18,33 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelevents"
-	"github.com/keelwork/keel/keelmigrate"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
 )
 
-func testLines(dialect string) []keelmigrate.Line {
-	return append([]keelmigrate.Line{keelevents.Line(dialect)}, Lines(dialect)...)
-}
+var testLines = moduletest.Lines(moduletest.EventsLines, Lines)
 
 // quiet is a silent logger, or stderr's with KEEL_EXPORT_DEBUG set.
 func quiet() *slog.Logger {
 	if os.Getenv("KEEL_EXPORT_DEBUG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	return moduletest.Quiet()
 }
 
-// tenv is one test database with the events backbone on the in-database
-// bus.
+// tenv is one test database (the kit's Env) with the events backbone on
+// the in-database bus.
 type tenv[TTx any] struct {
-	drv  keeldriver.Driver[TTx]
-	db   keelsql.DB[TTx]
-	dsn  string
-	name string
-	ev   *keelevents.Events[TTx]
+	*moduletest.Env[TTx]
+	ev *keelevents.Events[TTx]
 }
 
-func pgEnv(t testing.TB) *tenv[pgx.Tx] {
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: testLines})
-	return &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema), name: "postgres"}
-}
-
-func liteEnv(t testing.TB) *tenv[*sql.Tx] {
-	d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: testLines})
-	return &tenv[*sql.Tx]{drv: d, db: keelsql.SQLite(d.DB()), dsn: path, name: "sqlite"}
-}
+func newTenv[TTx any](e *moduletest.Env[TTx]) *tenv[TTx] { return &tenv[TTx]{Env: e} }
 
 // each runs a generic test once per database, in parallel.
 func each(t *testing.T, pg func(t *testing.T, e *tenv[pgx.Tx]), lite func(t *testing.T, e *tenv[*sql.Tx])) {
-	t.Parallel()
-	t.Run("postgres", func(t *testing.T) { t.Parallel(); pg(t, pgEnv(t)) })
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); lite(t, liteEnv(t)) })
+	moduletest.Each(t, testLines, moduletest.With(newTenv[pgx.Tx], pg), moduletest.With(newTenv[*sql.Tx], lite))
 }
 
 // small are settings that make a few thousand rows many shards and chunks.
@@ -84,16 +65,8 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 	if _, ok := settings["export.dir"]; !ok {
 		settings["export.dir"] = t.TempDir()
 	}
-	bus, err := keelevents.NewDatabaseBus(e.db, &keelevents.DatabaseBusConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bus.Close() })
-	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 4, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &module.Host[TTx]{DB: e.db, Logger: quiet(), Settings: settings, Events: e.ev}
+	e.ev = e.Events(t, &keelevents.Config{Partitions: 4, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour, Logger: quiet()})
+	h := &module.Host[TTx]{DB: e.DB, Logger: quiet(), Settings: settings, Events: e.ev}
 	m, err := New(h, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -116,32 +89,10 @@ func (e *tenv[TTx]) start(t testing.TB, m *Module[TTx], lease time.Duration, wit
 	if err := m.Configure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	c, err := keel.NewClient(e.drv, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if withEvents {
-		if err := e.ev.Start(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		return e.Run(t, cfg, e.ev, m)
 	}
-	if err := m.Start(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = m.Stop(ctx)
-		if withEvents {
-			_ = e.ev.Stop(ctx)
-		}
-		_ = c.StopAndCancel(ctx)
-	})
-	return c
+	return e.Run(t, cfg, m)
 }
 
 // fastRetry retries at once-ish: tests wait on conditions, not backoffs.

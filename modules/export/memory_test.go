@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // heapBound is the bound docs/export.md states for a 2,000,000-row export
@@ -25,8 +27,8 @@ func TestExportMemoryBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2,000,000 rows")
 	}
-	t.Run("postgres", func(t *testing.T) { testMemoryBound(t, pgEnv(t), 2_000_000) })
-	t.Run("sqlite", func(t *testing.T) { testMemoryBound(t, liteEnv(t), 2_000_000) })
+	t.Run("postgres", func(t *testing.T) { testMemoryBound(t, newTenv(moduletest.Postgres(t, testLines)), 2_000_000) })
+	t.Run("sqlite", func(t *testing.T) { testMemoryBound(t, newTenv(moduletest.SQLite(t, testLines)), 2_000_000) })
 }
 
 func testMemoryBound[TTx any](t *testing.T, e *tenv[TTx], rows int) {
@@ -39,7 +41,7 @@ func testMemoryBound[TTx any](t *testing.T, e *tenv[TTx], rows int) {
 		// the detector instruments (docs/export.md); the full size runs
 		// without it in make test.
 		rows /= 10
-		if e.db.Dialect() == "sqlite" {
+		if e.DB.Dialect() == "sqlite" {
 			rows /= 4
 		}
 	}
@@ -78,7 +80,7 @@ func testMemoryBound[TTx any](t *testing.T, e *tenv[TTx], rows int) {
 	if done.Verdict != "ok" || done.ObjectRows != int64(rows) {
 		t.Fatalf("verdict %s rows %d: %s", done.Verdict, done.ObjectRows, done.VerdictDetail)
 	}
-	t.Logf("%s: peak live heap %.1f MiB over %d rows (%d shards, concurrency %d)", e.name, float64(peak.Load())/(1<<20), rows, done.ShardCount, m.Concurrency())
+	t.Logf("%s: peak live heap %.1f MiB over %d rows (%d shards, concurrency %d)", e.Name, float64(peak.Load())/(1<<20), rows, done.ShardCount, m.Concurrency())
 	if peak.Load() >= heapBound {
 		t.Fatalf("peak live heap %d bytes, bound %d", peak.Load(), heapBound)
 	}

@@ -49,7 +49,7 @@ func testApproval[TTx any](t *testing.T, e *tenv[TTx]) {
 	if _, _, v2 := stock(t, e, "WH1", "SKU1"); v2 != v {
 		t.Fatalf("stock moved before approval: version %d → %d", v, v2)
 	}
-	c, _ := m.st.GetConflict(alice, e.db, late.ConflictID)
+	c, _ := m.st.GetConflict(alice, e.DB, late.ConflictID)
 	if c.State != "awaiting_approval" {
 		t.Fatalf("conflict %s; want awaiting_approval", c.State)
 	}
@@ -59,7 +59,7 @@ func testApproval[TTx any](t *testing.T, e *tenv[TTx]) {
 	if _, err := e.recon.Approvals().Approve(bob, out.ApprovalID, "checked the shipment receipt"); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := m.st.GetAdjustment(alice, e.db, out.Adjustment.ID)
+	a, _ := m.st.GetAdjustment(alice, e.DB, out.Adjustment.ID)
 	if a.State != "applied" || a.ApprovedBy != "bob" || a.LedgerID == 0 {
 		t.Fatalf("after approval: %+v", a)
 	}
@@ -67,7 +67,7 @@ func testApproval[TTx any](t *testing.T, e *tenv[TTx]) {
 	if v3 != v+1 || av != 200-3-60 {
 		t.Fatalf("after approval: available %d version %d; want %d at %d", av, v3, 200-3-60, v+1)
 	}
-	c, _ = m.st.GetConflict(alice, e.db, late.ConflictID)
+	c, _ = m.st.GetConflict(alice, e.DB, late.ConflictID)
 	if c.State != "resolved" || c.AdjustmentID != a.ID {
 		t.Fatalf("conflict after approval: %+v", c)
 	}

@@ -1,77 +1,20 @@
 package inventory
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/module/web"
 )
-
-// serveAPI mounts the module's routes as the server does: absolute
-// patterns, the actor on the context, JSON bodies, problem documents.
-func serveAPI[TTx any](t *testing.T, m *Module[TTx], actor string) *httptest.Server {
-	mux := http.NewServeMux()
-	for _, rt := range m.Routes() {
-		handle := rt.Handle
-		mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
-			r = r.WithContext(keel.WithActor(r.Context(), actor))
-			status, body, err := handle(w, r)
-			if err != nil {
-				status, code := http.StatusInternalServerError, web.CodeInternal
-				if p, ok := web.As(err); ok {
-					status, code = p.Status, p.Code
-				}
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(status)
-				_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "code": code, "detail": err.Error()})
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			_ = json.NewEncoder(w).Encode(body)
-		})
-	}
-	s := httptest.NewServer(mux)
-	t.Cleanup(s.Close)
-	return s
-}
-
-type reply struct {
-	status int
-	header http.Header
-	body   map[string]any
-}
-
-func call(t *testing.T, s *httptest.Server, method, path string, body any) reply {
-	t.Helper()
-	var rd *bytes.Reader
-	if s, ok := body.(string); ok {
-		rd = bytes.NewReader([]byte(s))
-	} else {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.URL+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := reply{status: resp.StatusCode, header: resp.Header, body: map[string]any{}}
-	_ = json.NewDecoder(resp.Body).Decode(&out.body)
-	return out
-}
 
 // TestInventoryAdmission: over the watermark (reservation latency above
 // its budget) a new reservation gets 429 with Retry-After and nothing is
@@ -90,28 +33,28 @@ func testAdmission[TTx any](t *testing.T, e *tenv[TTx]) {
 	m := e.build(t, nil, WithSettings(func(s *Settings) { s.LatencyBudget = time.Nanosecond; s.RetryAfter = 3 * time.Second }))
 	seed(t, m, "WH1", "SKU1", 10)
 	e.start(t)
-	api := serveAPI(t, m, "op")
+	api := moduletest.ServeAPI(t, m.Routes(), "op")
 	// Counted before the first reservation (which writes one row to each):
 	// the window of the watermark is 2 s, and counting between the two
 	// requests on a loaded machine could outlast it.
 	tables := []string{"inv_reservation", "inv_ledger", "inv_action", "keel_events_outbox"}
 	before := map[string]int64{}
 	for _, tb := range tables {
-		before[tb] = count(t, e, "SELECT count(*) FROM "+tb)
+		before[tb] = e.Count(t, "SELECT count(*) FROM "+tb)
 	}
-	first := call(t, api, "POST", "/api/v1/inventory/reservations", map[string]any{"order_line": "A1-1", "warehouse": "WH1", "sku": "SKU1", "qty": 2})
-	if first.status != http.StatusOK {
-		t.Fatalf("first reservation: %d %v", first.status, first.body)
+	first := moduletest.Do(t, api.URL, "POST", "/api/v1/inventory/reservations", map[string]any{"order_line": "A1-1", "warehouse": "WH1", "sku": "SKU1", "qty": 2}, nil)
+	if first.Status != http.StatusOK {
+		t.Fatalf("first reservation: %d %v", first.Status, first.Body)
 	}
 	if !m.Admission().Over {
 		t.Fatalf("admission %+v; want over the watermark", m.Admission())
 	}
-	busy := call(t, api, "POST", "/api/v1/inventory/reservations", map[string]any{"order_line": "A2-1", "warehouse": "WH1", "sku": "SKU1", "qty": 1})
-	if busy.status != http.StatusTooManyRequests || busy.body["code"] != CodeBusy || busy.header.Get("Retry-After") != "3" {
-		t.Fatalf("over the watermark: %d %v Retry-After %q; want 429 %s with Retry-After 3", busy.status, busy.body, busy.header.Get("Retry-After"), CodeBusy)
+	busy := moduletest.Do(t, api.URL, "POST", "/api/v1/inventory/reservations", map[string]any{"order_line": "A2-1", "warehouse": "WH1", "sku": "SKU1", "qty": 1}, nil)
+	if busy.Status != http.StatusTooManyRequests || busy.Body["code"] != CodeBusy || busy.Header.Get("Retry-After") != "3" {
+		t.Fatalf("over the watermark: %d %v Retry-After %q; want 429 %s with Retry-After 3", busy.Status, busy.Body, busy.Header.Get("Retry-After"), CodeBusy)
 	}
 	for _, tb := range tables {
-		if n := count(t, e, "SELECT count(*) FROM "+tb); n != before[tb]+1 {
+		if n := e.Count(t, "SELECT count(*) FROM "+tb); n != before[tb]+1 {
 			t.Fatalf("%s holds %d rows more after the admitted and the refused reservation; want 1 (the refused one wrote nothing)", tb, n-before[tb])
 		}
 	}
@@ -120,15 +63,15 @@ func testAdmission[TTx any](t *testing.T, e *tenv[TTx]) {
 	// slow sample go, and then nothing pauses.
 	setWindow(m, time.Hour)
 	// Confirmations keep their share.
-	id := int64(first.body["reservation_id"].(float64))
-	conf := call(t, api, "POST", "/api/v1/inventory/reservations/"+itoa(id)+"/confirm", map[string]any{"receipt": "S1", "stock_version": 2})
-	if conf.status != http.StatusOK {
-		t.Fatalf("confirm over the watermark: %d %v", conf.status, conf.body)
+	id := int64(first.Body["reservation_id"].(float64))
+	conf := moduletest.Do(t, api.URL, "POST", "/api/v1/inventory/reservations/"+itoa(id)+"/confirm", map[string]any{"receipt": "S1", "stock_version": 2}, nil)
+	if conf.Status != http.StatusOK {
+		t.Fatalf("confirm over the watermark: %d %v", conf.Status, conf.Body)
 	}
 	eventually(t, "fulfilment to pick while the others pause", func() bool {
-		return count(t, e, "SELECT count(*) FROM inv_pick_task") == 1 && m.pausedDeliveries.Load() > 0
+		return e.Count(t, "SELECT count(*) FROM inv_pick_task") == 1 && m.pausedDeliveries.Load() > 0
 	})
-	if n := count(t, e, "SELECT count(*) FROM inv_stats WHERE movement = 'confirm'"); n != 0 && m.Admission().Over {
+	if n := e.Count(t, "SELECT count(*) FROM inv_stats WHERE movement = 'confirm'"); n != 0 && m.Admission().Over {
 		t.Fatalf("statistics consumed while paused")
 	}
 	// No slow request in the window: admitted again, and the paused
@@ -141,7 +84,7 @@ func testAdmission[TTx any](t *testing.T, e *tenv[TTx]) {
 	}
 	m.adm.latencyBudget = time.Hour // keep it clear now
 	eventually(t, "statistics to catch up", func() bool {
-		return count(t, e, "SELECT COALESCE(sum(events), 0) FROM inv_stats") == 4 // receive, 2 reserves, confirm
+		return e.Count(t, "SELECT COALESCE(sum(events), 0) FROM inv_stats") == 4 // receive, 2 reserves, confirm
 	})
 	// An operator's switch refuses the same way.
 	if err := m.SetBusy(keel.WithActor(ctx, "op"), true, "ahead of the sale"); err != nil {
@@ -152,9 +95,9 @@ func testAdmission[TTx any](t *testing.T, e *tenv[TTx]) {
 	}
 	// Releases keep their share too: the stock comes back while new
 	// reservations are refused.
-	rel := call(t, api, "POST", "/api/v1/inventory/reservations/"+itoa(third.ReservationID)+"/release", map[string]any{"reason": "customer cancelled"})
-	if rel.status != http.StatusOK || rel.body["state"] != "released" {
-		t.Fatalf("release over the watermark: %d %v", rel.status, rel.body)
+	rel := moduletest.Do(t, api.URL, "POST", "/api/v1/inventory/reservations/"+itoa(third.ReservationID)+"/release", map[string]any{"reason": "customer cancelled"}, nil)
+	if rel.Status != http.StatusOK || rel.Body["state"] != "released" {
+		t.Fatalf("release over the watermark: %d %v", rel.Status, rel.Body)
 	}
 	if av, _, _ := stock(t, e, "WH1", "SKU1"); av != 8 {
 		t.Fatalf("available %d after the release over the watermark; want 8 (10 received, 2 confirmed)", av)
@@ -181,11 +124,11 @@ func TestInventoryBadInput(t *testing.T) {
 func testBadInput[TTx any](t *testing.T, e *tenv[TTx]) {
 	m := e.build(t, nil)
 	seed(t, m, "WH1", "SKU1", 10)
-	api := serveAPI(t, m, "op")
+	api := moduletest.ServeAPI(t, m.Routes(), "op")
 	tables := []string{"inv_reservation", "inv_ledger", "inv_action", "inv_adjustment", "keel_events_outbox"}
 	before := map[string]int64{}
 	for _, tb := range tables {
-		before[tb] = count(t, e, "SELECT count(*) FROM "+tb)
+		before[tb] = e.Count(t, "SELECT count(*) FROM "+tb)
 	}
 	res := "/api/v1/inventory/reservations"
 	for _, c := range []struct {
@@ -213,13 +156,13 @@ func testBadInput[TTx any](t *testing.T, e *tenv[TTx]) {
 		{"GET", res + "?limit=0", nil, 400, web.CodeInvalidArgument},
 		{"GET", res + "?bogus=1", nil, 400, web.CodeInvalidArgument},
 	} {
-		got := call(t, api, c.method, c.path, c.body)
-		if got.status != c.status || got.body["code"] != c.code {
-			t.Errorf("%s %s %v: %d %v; want %d %s", c.method, c.path, c.body, got.status, got.body, c.status, c.code)
+		got := moduletest.Do(t, api.URL, c.method, c.path, c.body, nil)
+		if got.Status != c.status || got.Body["code"] != c.code {
+			t.Errorf("%s %s %v: %d %v; want %d %s", c.method, c.path, c.body, got.Status, got.Body, c.status, c.code)
 		}
 	}
 	for _, tb := range tables {
-		if n := count(t, e, "SELECT count(*) FROM "+tb); n != before[tb] {
+		if n := e.Count(t, "SELECT count(*) FROM "+tb); n != before[tb] {
 			t.Errorf("bad input wrote %d rows to %s", n-before[tb], tb)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/inventory/domain"
 )
 
@@ -33,7 +34,7 @@ import (
 func BenchmarkInventoryHotSKU(b *testing.B) {
 	for _, co := range []string{"false", "true"} {
 		b.Run("coalesce="+co, func(b *testing.B) {
-			e := pgEnv(b)
+			e := newTenv(moduletest.Postgres(b, testLines))
 			m := e.build(b, map[string]string{"inventory.coalesce": co, "inventory.latency_budget": "1m", "inventory.pool_wait_budget": "1m"})
 			seed(b, m, "WH1", "HOT", 0)
 			if _, err := m.Receive(context.Background(), "bench", "WH1", "HOT", int64(b.N)+1); err != nil {
@@ -46,7 +47,7 @@ func BenchmarkInventoryHotSKU(b *testing.B) {
 
 func BenchmarkInventorySpread(b *testing.B) {
 	const skus = 10_000
-	e := pgEnv(b)
+	e := newTenv(moduletest.Postgres(b, testLines))
 	set := map[string]string{"inventory.latency_budget": "1m", "inventory.pool_wait_budget": "1m"}
 	if l := os.Getenv("KEEL_INVENTORY_LANES"); l != "" {
 		set["inventory.coalesce_lanes"] = l
@@ -55,11 +56,11 @@ func BenchmarkInventorySpread(b *testing.B) {
 	seed(b, m, "WH1", "S0", 0)
 	ctx := context.Background()
 	// Bulk set-up (the benchmark measures reservations, not receipts).
-	if _, err := e.db.Exec(ctx, `INSERT INTO inv_sku (id, name_zh, name_en, unit_value_minor, currency, created_at)
+	if _, err := e.DB.Exec(ctx, `INSERT INTO inv_sku (id, name_zh, name_en, unit_value_minor, currency, created_at)
 		SELECT 'S' || g, 'S' || g, 'S' || g, 100, 'CNY', now() FROM generate_series(1, $1::integer) g`, skus); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.db.Exec(ctx, `INSERT INTO inv_stock (warehouse_id, sku_id, on_hand, available, reserved, sold, returned, version, updated_at)
+	if _, err := e.DB.Exec(ctx, `INSERT INTO inv_stock (warehouse_id, sku_id, on_hand, available, reserved, sold, returned, version, updated_at)
 		SELECT 'WH1', 'S' || g, 1000000, 1000000, 0, 0, 0, 0, now() FROM generate_series(1, $1::integer) g`, skus); err != nil {
 		b.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func BenchmarkInventoryFulfilmentBacklog(b *testing.B) {
 	const skus, chunk = 1000, 10_000
 	const base = int64(1_000_000_000_000) // synthetic ids, clear of the live reservations'
 	for range b.N {
-		e := pgEnv(b)
+		e := newTenv(moduletest.Postgres(b, testLines))
 		m := e.build(b, map[string]string{"inventory.latency_budget": budget, "inventory.pool_wait_budget": "200ms",
 			"inventory.coalesce": "true"})
 		seed(b, m, "WH1", "R1", 0)
@@ -138,7 +139,7 @@ func BenchmarkInventoryFulfilmentBacklog(b *testing.B) {
 				evs = append(evs, keelevents.Event{Topic: Topic, ID: strconv.FormatInt(ev.LedgerID, 10), Key: StockKey("WH1", sku),
 					Type: "inventory.confirm", Payload: p})
 			}
-			if err := e.db.InTx(ctx, func(tx keelsql.Tx[pgx.Tx]) error { return e.ev.EmitManyTx(ctx, tx, evs) }); err != nil {
+			if err := e.DB.InTx(ctx, func(tx keelsql.Tx[pgx.Tx]) error { return e.ev.EmitManyTx(ctx, tx, evs) }); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -197,9 +198,9 @@ func BenchmarkInventoryFulfilmentBacklog(b *testing.B) {
 				// rows every second took CPU from the drain it measures. Ids
 				// can skip (a conflicting insert uses one), so the end is
 				// confirmed by counting.
-				picks := count(b, e, "SELECT COALESCE(max(id), 0) FROM inv_pick_task")
+				picks := e.Count(b, "SELECT COALESCE(max(id), 0) FROM inv_pick_task")
 				if picks >= int64(total) {
-					picks = count(b, e, "SELECT count(*) FROM inv_pick_task")
+					picks = e.Count(b, "SELECT count(*) FROM inv_pick_task")
 					done = picks >= int64(total)
 				}
 				if el := time.Since(start); el-printed >= 30*time.Second {
@@ -215,10 +216,10 @@ func BenchmarkInventoryFulfilmentBacklog(b *testing.B) {
 		close(stop)
 		wg.Wait()
 		b.StopTimer()
-		if n := count(b, e, "SELECT count(*) FROM inv_pick_task"); n != int64(total) {
+		if n := e.Count(b, "SELECT count(*) FROM inv_pick_task"); n != int64(total) {
 			b.Fatalf("%d pick tasks for %d confirmations", n, total)
 		}
-		stats := count(b, e, "SELECT COALESCE(sum(events), 0) FROM inv_stats WHERE movement = 'confirm'")
+		stats := e.Count(b, "SELECT COALESCE(sum(events), 0) FROM inv_stats WHERE movement = 'confirm'")
 		b.ReportMetric(float64(total)/took.Seconds(), "picks/s")
 		b.ReportMetric(float64(admitted.Load())/took.Seconds(), "reservations/s")
 		b.ReportMetric(100*float64(over)/float64(samples), "%over")

@@ -1,18 +1,14 @@
 package inventory
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/server/auth"
 )
 
@@ -22,27 +18,14 @@ import (
 // over the threshold, the requester's own approval refused in words, and
 // a second operator's approval booking it.
 func TestInventoryBrowser(t *testing.T) {
-	d, schema := browsertest.Postgres(t, testLines)
-	e := &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema), driver: "postgres"}
-	ctx := context.Background()
+	e := newTenv(browsertest.PostgresEnv(t, testLines))
 	m := e.build(t, map[string]string{"inventory.approval_minor": "1000"})
 	e.start(t)
 	seed(t, m, "WH1", "SKU1", 20)
-	res, err := m.Reserve(ctx, ReserveRequest{OrderLine: "WEB-1", Warehouse: "WH1", SKU: "SKU1", Qty: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Release(ctx, res.ReservationID, ReleaseRequest{Reason: "cancel"}); err != nil {
-		t.Fatal(err)
-	}
-	late, err := m.Confirm(ctx, res.ReservationID, ConfirmRequest{Receipt: "SHIP-1", StockVersion: 2})
-	if err != nil || late.ConflictID == 0 {
-		t.Fatalf("late confirm: %+v %v", late, err)
-	}
-	srv := browsertest.Serve(t, d.Pool(), e.db, e.client, m)
-	alice, bob, base := srv.Token("alice", auth.RoleOperator), srv.Token("bob", auth.RoleOperator), srv.Base
-	br := browsertest.New(t, 90*time.Second)
-	br.Login(base, alice)
+	res, late := lateConflict(t, m, "WEB-1")
+	srv := browsertest.ServeEnv(t, e.Env, e.client, m)
+	base := srv.Base
+	br := srv.Session("alice", auth.RoleOperator, 90*time.Second)
 	br.Do("stock", chromedp.Navigate(base+"/inventory"), chromedp.WaitVisible(chromedp.CSS(`tr[data-stock="WH1/SKU1"]`)))
 	br.MustSee("stock", "main", "库存", "展示可用（非承诺）", "不作为成交承诺")
 	br.Do("to reservations", chromedp.Click(chromedp.CSS(`tr[data-stock="WH1/SKU1"] a`)), chromedp.WaitVisible(chromedp.CSS(`a[href="/inventory/reservations?state=released"]`)))
@@ -74,8 +57,7 @@ func TestInventoryBrowser(t *testing.T) {
 	br.Do("shot", br.Shot("inventory-conflict-awaiting"))
 	br.CheckConsole()
 
-	br2 := browsertest.New(t, 90*time.Second)
-	br2.Login(base, bob)
+	br2 := srv.Session("bob", auth.RoleOperator, 90*time.Second)
 	br2.Do("bob opens the conflict", chromedp.Navigate(base+cpath), chromedp.WaitVisible(chromedp.CSS("#approve")))
 	br2.Do("bob approves", chromedp.Click(chromedp.CSS(`#approve button[type="submit"]`)))
 	br2.Confirm("bob: reason", "已核对出库回执", "main .flash")

@@ -1,19 +1,15 @@
 package inventory
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/spf13/cobra"
 
-	"github.com/keelwork/keel/module/modcli"
 	"github.com/keelwork/keel/module/moduletest"
 )
 
@@ -33,22 +29,9 @@ func testCommands[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serveAPI(t, m, "ops")
-	caller := &moduletest.HTTPCaller{Base: srv.URL}
-	run := func(args ...string) (string, error) {
-		var out, hints bytes.Buffer
-		runner := func(cmd *cobra.Command, work func(ctx context.Context, e *modcli.Env) error) error {
-			asJSON, _ := cmd.Flags().GetBool("json")
-			return work(cmd.Context(), &modcli.Env{API: caller, JSON: asJSON, Out: &out, Err: &hints})
-		}
-		root := &cobra.Command{Use: "keel", SilenceUsage: true, SilenceErrors: true}
-		root.PersistentFlags().Bool("json", false, "")
-		root.AddCommand(Commands(runner)...)
-		root.SetArgs(args)
-		root.SetOut(io.Discard)
-		err := root.ExecuteContext(ctx)
-		return out.String(), err
-	}
+	caller := &moduletest.HTTPCaller{Base: moduletest.ServeAPI(t, m.Routes(), "ops").URL}
+	cli := &moduletest.CLI{API: caller, Verbs: Commands}
+	run := func(args ...string) (string, error) { return cli.Run(ctx, args...) }
 	out, err := run("inventory", "stock", "--warehouse", "WH1")
 	if err != nil || !strings.Contains(out, "SHOWN (NOT A PROMISE)") || !strings.Contains(out, "SKU1") {
 		t.Fatalf("stock: %v\n%s", err, out)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 func TestInventoryConsoleHomeAndSearch(t *testing.T) {
@@ -23,18 +24,7 @@ func testConsoleHomeAndSearch[TTx any](t *testing.T, e *tenv[TTx]) {
 	ctx := context.Background()
 	m := e.build(t, nil)
 	seed(t, m, "WH1", "SKU-C1", 10)
-	home := func() map[string]module.Stat {
-		t.Helper()
-		list, err := m.Home(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]module.Stat{}
-		for _, s := range list {
-			out[s.Key] = s
-		}
-		return out
-	}
+	home := func() map[string]module.Stat { return moduletest.HomeStats(t, m) }
 	if s := home(); s["open_conflicts"].Value != 0 || s["admission_refused"].Value != 0 || s["admission_latency_ms"].Level != module.LevelOK {
 		t.Fatalf("quiet: %+v", s)
 	}
@@ -52,18 +42,7 @@ func testConsoleHomeAndSearch[TTx any](t *testing.T, e *tenv[TTx]) {
 	if s := home(); s["open_conflicts"].Value != 1 || s["open_conflicts"].Level != module.LevelWarn {
 		t.Fatalf("after the conflict: %+v", s["open_conflicts"])
 	}
-	paths := func(q string) map[string]bool {
-		t.Helper()
-		hits, err := m.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]bool{}
-		for _, h := range hits {
-			out[h.Path] = true
-		}
-		return out
-	}
+	paths := func(q string) map[string]bool { return moduletest.SearchPaths(t, m, q) }
 	rid, cid := strconv.FormatInt(res.ReservationID, 10), strconv.FormatInt(rel.ConflictID, 10)
 	if p := paths("SKU-C1"); !p["/inventory?warehouse=WH1"] || len(p) != 1 {
 		t.Errorf("search the SKU: %v", p)

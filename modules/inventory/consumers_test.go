@@ -26,7 +26,7 @@ func TestInventoryProjectionMonotonic(t *testing.T) {
 func eventAt[TTx any](t *testing.T, e *tenv[TTx], wh, sku string, v int64) StockEvent {
 	t.Helper()
 	var payload string
-	err := e.db.QueryRow(context.Background(), `SELECT o.payload FROM keel_events_outbox o JOIN inv_ledger l
+	err := e.DB.QueryRow(context.Background(), `SELECT o.payload FROM keel_events_outbox o JOIN inv_ledger l
 		ON o.event_id = CAST(l.id AS TEXT) WHERE l.warehouse_id = $1 AND l.sku_id = $2 AND l.stock_version = $3`, wh, sku, v).Scan(&payload)
 	if err != nil {
 		t.Fatalf("event at %d: %v", v, err)
@@ -50,13 +50,13 @@ func testProjection[TTx any](t *testing.T, e *tenv[TTx]) {
 	apply := func(v int64) {
 		t.Helper()
 		ev := eventAt(t, e, "WH1", "SKU1", v)
-		if err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error { return m.applySearch(ctx, tx, ev) }); err != nil {
+		if err := e.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error { return m.applySearch(ctx, tx, ev) }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	projected := func() (v, av int64) {
 		t.Helper()
-		if err := e.db.QueryRow(ctx, "SELECT version, available FROM inv_search WHERE warehouse_id = 'WH1' AND sku_id = 'SKU1'").Scan(&v, &av); err != nil {
+		if err := e.DB.QueryRow(ctx, "SELECT version, available FROM inv_search WHERE warehouse_id = 'WH1' AND sku_id = 'SKU1'").Scan(&v, &av); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -66,11 +66,11 @@ func testProjection[TTx any](t *testing.T, e *tenv[TTx]) {
 	if v, av := projected(); v != 43 || av != 43 {
 		t.Fatalf("projection at %d (available %d) after 43 then 42; want 43", v, av)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_search_stale WHERE version = 42 AND current = 43"); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_search_stale WHERE version = 42 AND current = 43"); n != 1 {
 		t.Fatalf("stale 42 recorded %d times; want once", n)
 	}
 	// 43's own gap (1..42 never seen) was refetched from the ledger.
-	if n := count(t, e, "SELECT count(*) FROM inv_search_gap WHERE version < 43 AND ledger_id IS NOT NULL"); n != 42 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_search_gap WHERE version < 43 AND ledger_id IS NOT NULL"); n != 42 {
 		t.Fatalf("%d refetched versions below 43; want 42", n)
 	}
 	apply(45) // 44 is missing
@@ -78,10 +78,10 @@ func testProjection[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatalf("projection at %d/%d after 45; want 45", v, av)
 	}
 	var gapLedger, ledger44 int64
-	if err := e.db.QueryRow(ctx, "SELECT ledger_id FROM inv_search_gap WHERE version = 44").Scan(&gapLedger); err != nil {
+	if err := e.DB.QueryRow(ctx, "SELECT ledger_id FROM inv_search_gap WHERE version = 44").Scan(&gapLedger); err != nil {
 		t.Fatalf("gap 44 not marked: %v", err)
 	}
-	if err := e.db.QueryRow(ctx, "SELECT id FROM inv_ledger WHERE stock_version = 44").Scan(&ledger44); err != nil {
+	if err := e.DB.QueryRow(ctx, "SELECT id FROM inv_ledger WHERE stock_version = 44").Scan(&ledger44); err != nil {
 		t.Fatal(err)
 	}
 	if gapLedger != ledger44 {
@@ -113,16 +113,16 @@ func testProjection[TTx any](t *testing.T, e *tenv[TTx]) {
 		}
 	}
 	eventually(t, "the projection to catch up", func() bool {
-		return count(t, e, `SELECT count(*) FROM inv_stock s JOIN inv_search p ON p.warehouse_id = s.warehouse_id
+		return e.Count(t, `SELECT count(*) FROM inv_stock s JOIN inv_search p ON p.warehouse_id = s.warehouse_id
 			AND p.sku_id = s.sku_id AND p.version = s.version AND p.available = s.available`) == 2
 	})
 	eventually(t, "one pick task per confirmed reservation", func() bool {
-		return count(t, e, "SELECT count(*) FROM inv_pick_task") == confirmed
+		return e.Count(t, "SELECT count(*) FROM inv_pick_task") == confirmed
 	})
-	if n := count(t, e, "SELECT count(DISTINCT reservation_id) FROM inv_pick_task"); n != confirmed {
+	if n := e.Count(t, "SELECT count(DISTINCT reservation_id) FROM inv_pick_task"); n != confirmed {
 		t.Fatalf("%d distinct pick tasks; want %d", n, confirmed)
 	}
 	eventually(t, "statistics", func() bool {
-		return count(t, e, "SELECT COALESCE(sum(events), 0) FROM inv_stats WHERE movement = 'reserve'") == 10
+		return e.Count(t, "SELECT COALESCE(sum(events), 0) FROM inv_stats WHERE movement = 'reserve'") == 10
 	})
 }

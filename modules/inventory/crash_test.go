@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // proc is a Keel process running a helper role (proc_test.go).
@@ -51,7 +53,7 @@ func spawn[TTx any](t *testing.T, e *tenv[TTx], name, role string, from, count, 
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+role, helperDriver+"="+e.driver, helperDSN+"="+e.dsn,
+	cmd.Env = append(os.Environ(), helperEnv+"="+role, helperDriver+"="+e.Name, helperDSN+"="+e.DSN,
 		fmt.Sprintf("%s=%d,%d", helperLines, from, count), fmt.Sprintf("%s=%d", helperSKUs, skus))
 	cmd.Stderr = logFile
 	// A helper never outlives the test binary.
@@ -122,13 +124,7 @@ func (p *proc) kill() {
 // waitLong waits for cond up to five minutes.
 func waitLong(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	moduletest.WaitFor(t, 5*time.Minute, what, cond)
 }
 
 func tail(path string) string {
@@ -171,13 +167,13 @@ func testNoOversellProcesses[TTx any](t *testing.T, e *tenv[TTx]) {
 	if av != 0 || rs != 100 || v != 101 {
 		t.Fatalf("available %d reserved %d version %d; want 0, 100, 101", av, rs, v)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_ledger WHERE movement = 'reserve'"); n != 100 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_ledger WHERE movement = 'reserve'"); n != 100 {
 		t.Fatalf("%d reserve ledger rows; want 100", n)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_ledger l JOIN keel_events_outbox o ON o.event_id = CAST(l.id AS TEXT) WHERE l.movement = 'reserve'"); n != 100 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_ledger l JOIN keel_events_outbox o ON o.event_id = CAST(l.id AS TEXT) WHERE l.movement = 'reserve'"); n != 100 {
 		t.Fatalf("%d reserve ledger rows with their event; want 100", n)
 	}
-	if n := count(t, e, "SELECT count(DISTINCT stock_version) FROM inv_ledger WHERE movement = 'reserve'"); n != 100 {
+	if n := e.Count(t, "SELECT count(DISTINCT stock_version) FROM inv_ledger WHERE movement = 'reserve'"); n != 100 {
 		t.Fatalf("%d distinct stock versions among 100 grants", n)
 	}
 }
@@ -203,7 +199,7 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	for s := range skus {
 		seed(t, m, "WH1", fmt.Sprintf("C%d", s), per)
 	}
-	ledger := func() int64 { return count(t, e, "SELECT count(*) FROM inv_ledger") }
+	ledger := func() int64 { return e.Count(t, "SELECT count(*) FROM inv_ledger") }
 	var mu sync.Mutex
 	n := 0
 	worker := func() *proc {
@@ -220,7 +216,7 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	// During reservations: three processes on the same lines; one is
 	// killed each time the ledger has grown by 60 rows, and replaced.
 	ws := []*proc{worker(), worker(), worker()}
-	if e.driver == "sqlite" {
+	if e.Name == "sqlite" {
 		// SQLite has one writer for every process: under the race
 		// detector on a loaded machine a fourth process starting next to
 		// three busy writers could wait minutes for its turn. Two workers
@@ -238,7 +234,7 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 		ws[victim] = worker()
 		if k == 0 {
 			c0.kill()
-			t.Logf("killed consume-0 with %d pick tasks made", count(t, e, "SELECT count(*) FROM inv_pick_task"))
+			t.Logf("killed consume-0 with %d pick tasks made", e.Count(t, "SELECT count(*) FROM inv_pick_task"))
 		}
 	}
 	// The survivors finish: a pass without an error by a process started
@@ -254,13 +250,13 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	for _, w := range ws {
 		w.kill()
 	}
-	confirmed := count(t, e, "SELECT count(*) FROM inv_reservation WHERE state = 'confirmed'")
+	confirmed := e.Count(t, "SELECT count(*) FROM inv_reservation WHERE state = 'confirmed'")
 	if confirmed == 0 {
 		t.Fatal("no reservation confirmed")
 	}
 	// During consumption: a consuming process is killed with a third of
 	// the pick tasks made; another finishes.
-	picks := func() int64 { return count(t, e, "SELECT count(*) FROM inv_pick_task") }
+	picks := func() int64 { return e.Count(t, "SELECT count(*) FROM inv_pick_task") }
 	c1 := spawn(t, e, "consume-1", "consume", 0, 0, skus)
 	eventually(t, "a third of the pick tasks", func() bool { return picks() >= confirmed/3 })
 	c1.kill()
@@ -270,9 +266,9 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 	// partition by partition: longer than eventually's minute on a loaded
 	// machine.
 	waitLong(t, "every pick task", func() bool { return picks() >= confirmed })
-	stockEvents := count(t, e, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'inventory.stock'")
+	stockEvents := e.Count(t, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'inventory.stock'")
 	waitLong(t, "fulfilment's inbox complete", func() bool {
-		return count(t, e, "SELECT count(*) FROM keel_events_inbox WHERE consumer = 'inventory-fulfilment'") >= stockEvents
+		return e.Count(t, "SELECT count(*) FROM keel_events_inbox WHERE consumer = 'inventory-fulfilment'") >= stockEvents
 	})
 
 	checks := []struct{ what, query string }{
@@ -293,11 +289,11 @@ func testCrash[TTx any](t *testing.T, e *tenv[TTx]) {
 			WHERE r.state <> 'confirmed'`},
 	}
 	for _, c := range checks {
-		if got := count(t, e, c.query); got != 0 {
+		if got := e.Count(t, c.query); got != 0 {
 			t.Errorf("%d %s", got, c.what)
 		}
 	}
-	if got := count(t, e, "SELECT count(*) FROM inv_reservation WHERE order_line LIKE 'P%'"); got != lines {
+	if got := e.Count(t, "SELECT count(*) FROM inv_reservation WHERE order_line LIKE 'P%'"); got != lines {
 		t.Errorf("%d reservations for %d order lines", got, lines)
 	}
 	t.Logf("%d ledger rows, %d confirmed reservations, %d pick tasks", ledger(), confirmed, picks())

@@ -3,72 +3,44 @@ package inventory
 import (
 	"context"
 	"database/sql"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelevents"
-	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
-func testLines(dialect string) []keelmigrate.Line {
-	lines := append([]keelmigrate.Line{keelevents.Line(dialect)}, keelrecon.Lines(dialect)...)
-	return append(lines, Lines(dialect)...)
-}
+var testLines = moduletest.Lines(moduletest.EventsLines, keelrecon.Lines, Lines)
 
-// tenv is one test database with the events backbone on the in-database
-// bus and the module built on it.
+// tenv is one test database (the kit's Env) with the events backbone on
+// the in-database bus and the module built on it.
 type tenv[TTx any] struct {
-	drv    keeldriver.Driver[TTx]
-	db     keelsql.DB[TTx]
-	dsn    string
-	driver string
+	*moduletest.Env[TTx]
 	ev     *keelevents.Events[TTx]
 	m      *Module[TTx]
 	recon  *keelrecon.Recon[TTx]
 	client *keel.Client[TTx]
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func newTenv[TTx any](e *moduletest.Env[TTx]) *tenv[TTx] { return &tenv[TTx]{Env: e} }
 
-func pgEnv(t testing.TB) *tenv[pgx.Tx] {
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: testLines})
-	return &tenv[pgx.Tx]{drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema), driver: "postgres"}
-}
-
-func liteEnv(t testing.TB) *tenv[*sql.Tx] {
-	d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: testLines})
-	return &tenv[*sql.Tx]{drv: d, db: keelsql.SQLite(d.DB()), dsn: path, driver: "sqlite"}
-}
-
-// each runs a generic test once per database.
+// each runs a generic test once per database, the two side by side; t is
+// not made parallel here (several callers are parallel subtests already).
 func each(t *testing.T, pg func(t *testing.T, e *tenv[pgx.Tx]), lite func(t *testing.T, e *tenv[*sql.Tx])) {
-	t.Run("postgres", func(t *testing.T) { t.Parallel(); pg(t, pgEnv(t)) })
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); lite(t, liteEnv(t)) })
+	moduletest.Both(t, testLines, moduletest.With(newTenv[pgx.Tx], pg), moduletest.With(newTenv[*sql.Tx], lite))
 }
 
 // build makes the events backbone and the module (not started).
 func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Option) *Module[TTx] {
 	t.Helper()
-	bus, err := keelevents.NewDatabaseBus(e.db, &keelevents.DatabaseBusConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bus.Close() })
-	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 10 * time.Second, StatsInterval: time.Hour, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.recon, err = keelrecon.New(e.db, nil)
+	e.ev = e.Events(t, &keelevents.Config{Partitions: 8, LeaseTTL: 10 * time.Second, StatsInterval: time.Hour})
+	var err error
+	e.recon, err = keelrecon.New(e.DB, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +51,7 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 	for k, v := range settings {
 		all[k] = v
 	}
-	h := &module.Host[TTx]{DB: e.db, Logger: quiet(), Settings: all, Recon: e.recon}
+	h := &module.Host[TTx]{DB: e.DB, Logger: moduletest.Quiet(), Settings: all, Recon: e.recon}
 	e.m, err = New(h, append([]Option{WithEvents(e.ev)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +62,7 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 // start starts the engine client, the events backbone and the module.
 func (e *tenv[TTx]) start(t testing.TB) {
 	t.Helper()
-	cfg := &keel.Config{Logger: quiet()}
+	cfg := &keel.Config{Logger: moduletest.Quiet()}
 	if err := e.ev.Configure(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -100,31 +72,7 @@ func (e *tenv[TTx]) start(t testing.TB) {
 	if err := e.recon.Configure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	var err error
-	e.client, err = keel.NewClient(e.drv, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := e.client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.recon.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.ev.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.m.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = e.m.Stop(ctx)
-		_ = e.ev.Stop(ctx)
-		_ = e.client.Stop(ctx)
-	})
+	e.client = e.Run(t, cfg, e.recon, e.ev, e.m)
 }
 
 // seed creates warehouse wh, SKU sku and receives qty.
@@ -144,18 +92,29 @@ func seed[TTx any](t testing.TB, m *Module[TTx], wh, sku string, qty int64) {
 	}
 }
 
-func count[TTx any](t testing.TB, e *tenv[TTx], query string, args ...any) int64 {
+// lateConflict reserves 4 of SKU1 in WH1 for order line line, releases
+// the reservation and then confirms it shipped (SHIP-1): a confirmation
+// that arrived after the release, which the module keeps as a conflict.
+func lateConflict[TTx any](t testing.TB, m *Module[TTx], line string) (reserved, late Result) {
 	t.Helper()
-	var n int64
-	if err := e.db.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
+	ctx := context.Background()
+	reserved, err := m.Reserve(ctx, ReserveRequest{OrderLine: line, Warehouse: "WH1", SKU: "SKU1", Qty: 4})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	if _, err := m.Release(ctx, reserved.ReservationID, ReleaseRequest{Reason: "cancel"}); err != nil {
+		t.Fatal(err)
+	}
+	late, err = m.Confirm(ctx, reserved.ReservationID, ConfirmRequest{Receipt: "SHIP-1", StockVersion: 2})
+	if err != nil || late.ConflictID == 0 {
+		t.Fatalf("late confirm: %+v %v", late, err)
+	}
+	return reserved, late
 }
 
 func stock[TTx any](t testing.TB, e *tenv[TTx], wh, sku string) (available, reserved, version int64) {
 	t.Helper()
-	st, err := e.m.st.GetStock(context.Background(), e.db, wh, sku)
+	st, err := e.m.st.GetStock(context.Background(), e.DB, wh, sku)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +125,5 @@ func stock[TTx any](t testing.TB, e *tenv[TTx], wh, sku string) (available, rese
 // machine is slow, and a condition that holds ends the wait at once).
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	moduletest.WaitFor(t, 3*time.Minute, what, cond)
 }

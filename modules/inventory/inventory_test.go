@@ -75,17 +75,17 @@ func testNoOversell[TTx any](t *testing.T, e *tenv[TTx], coalesce string) {
 	if av != 0 || rs != 100 || v != 101 {
 		t.Fatalf("available %d reserved %d version %d; want 0, 100, 101", av, rs, v)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_ledger WHERE movement = 'reserve'"); n != 100 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_ledger WHERE movement = 'reserve'"); n != 100 {
 		t.Fatalf("%d reserve ledger rows; want 100", n)
 	}
-	if n := count(t, e, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'inventory.stock' AND event_type = 'inventory.reserve'"); n != 100 {
+	if n := e.Count(t, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'inventory.stock' AND event_type = 'inventory.reserve'"); n != 100 {
 		t.Fatalf("%d reserve events; want 100", n)
 	}
 	// Every event's id is its ledger row's id.
-	if n := count(t, e, "SELECT count(*) FROM inv_ledger l JOIN keel_events_outbox o ON o.event_id = CAST(l.id AS TEXT) WHERE l.movement = 'reserve'"); n != 100 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_ledger l JOIN keel_events_outbox o ON o.event_id = CAST(l.id AS TEXT) WHERE l.movement = 'reserve'"); n != 100 {
 		t.Fatalf("%d ledger rows with their event; want 100", n)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_reservation WHERE state = 'failed'"); n != 100 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_reservation WHERE state = 'failed'"); n != 100 {
 		t.Fatalf("%d failed reservations; want 100", n)
 	}
 	if coalesce == "true" {
@@ -163,18 +163,18 @@ func testIdempotent[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatalf("return received replay: %+v %v", r, err)
 	}
 	// reserve, confirm, return: one ledger row each, never twice.
-	if n := count(t, e, "SELECT count(*) FROM inv_ledger WHERE reservation_id = $1", id); n != 3 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_ledger WHERE reservation_id = $1", id); n != 3 {
 		t.Fatalf("%d ledger rows for the reservation; want 3", n)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_action"); n != 6 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_action"); n != 6 {
 		t.Fatalf("%d action records; want 6 (receive, reserve, confirm, release, return, return received)", n)
 	}
-	hist, err := m.st.HistoryOf(ctx, e.db, id)
+	hist, err := m.st.HistoryOf(ctx, e.DB, id)
 	if err != nil || len(hist) != 4 {
 		t.Fatalf("history %+v %v; want 4 steps", hist, err)
 	}
 	// Bad input writes nothing.
-	before := count(t, e, "SELECT count(*) FROM inv_action")
+	before := e.Count(t, "SELECT count(*) FROM inv_action")
 	for _, bad := range []ReserveRequest{
 		{OrderLine: "O2-1", Warehouse: "WH1", SKU: "SKU1", Qty: 0},
 		{OrderLine: "O2-1", Warehouse: "WH1", SKU: "SKU1", Qty: -5},
@@ -191,7 +191,7 @@ func testIdempotent[TTx any](t *testing.T, e *tenv[TTx]) {
 	if _, err := m.Reserve(ctx, ReserveRequest{OrderLine: "O3-1", Warehouse: "WH9", SKU: "SKU1", Qty: 1}); !errors.Is(err, ErrUnknownWH) {
 		t.Errorf("unknown warehouse: %v", err)
 	}
-	if after := count(t, e, "SELECT count(*) FROM inv_action"); after != before {
+	if after := e.Count(t, "SELECT count(*) FROM inv_action"); after != before {
 		t.Errorf("bad input wrote %d action records", after-before)
 	}
 }
@@ -223,16 +223,16 @@ func testOutOfOrder[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatalf("release: %+v %v; want released at version 9", rel, err)
 	}
 	av, rs, v := stock(t, e, "WH1", "SKU1")
-	ledger := count(t, e, "SELECT count(*) FROM inv_ledger")
+	ledger := e.Count(t, "SELECT count(*) FROM inv_ledger")
 	late, err := m.Confirm(ctx, res.ReservationID, ConfirmRequest{Receipt: "SHIP1", StockVersion: 8})
 	if err != nil || late.Outcome != OutcomeConflict || late.ConflictID == 0 || late.State != domain.Released {
 		t.Fatalf("late confirm: %+v %v; want a conflict at released", late, err)
 	}
 	av2, rs2, v2 := stock(t, e, "WH1", "SKU1")
-	if av2 != av || rs2 != rs || v2 != v || v2 != 9 || count(t, e, "SELECT count(*) FROM inv_ledger") != ledger {
+	if av2 != av || rs2 != rs || v2 != v || v2 != 9 || e.Count(t, "SELECT count(*) FROM inv_ledger") != ledger {
 		t.Fatalf("the late confirm changed the stock: %d/%d/%d → %d/%d/%d", av, rs, v, av2, rs2, v2)
 	}
-	c, err := m.st.GetConflict(ctx, e.db, late.ConflictID)
+	c, err := m.st.GetConflict(ctx, e.DB, late.ConflictID)
 	if err != nil || c.State != "open" || c.Kind != "confirm_after_released" {
 		t.Fatalf("conflict %+v %v", c, err)
 	}
@@ -250,13 +250,13 @@ func testOutOfOrder[TTx any](t *testing.T, e *tenv[TTx]) {
 	_, _, v3 := stock(t, e, "WH1", "SKU1")
 	var mv, reason string
 	var sv int64
-	if err := e.db.QueryRow(ctx, "SELECT movement, reason, stock_version FROM inv_ledger ORDER BY id DESC LIMIT 1").Scan(&mv, &reason, &sv); err != nil {
+	if err := e.DB.QueryRow(ctx, "SELECT movement, reason, stock_version FROM inv_ledger ORDER BY id DESC LIMIT 1").Scan(&mv, &reason, &sv); err != nil {
 		t.Fatal(err)
 	}
 	if v3 != 10 || mv != "adjust" || sv != 10 || reason == "" {
 		t.Fatalf("resolution booked %s %q at %d (stock %d); want an adjustment at 10", mv, reason, sv, v3)
 	}
-	c, _ = m.st.GetConflict(ctx, e.db, c.ID)
+	c, _ = m.st.GetConflict(ctx, e.DB, c.ID)
 	if c.State != "resolved" || c.AdjustmentID == 0 {
 		t.Fatalf("conflict after resolution: %+v", c)
 	}

@@ -85,7 +85,7 @@ func testTimeout[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatal(err)
 	}
 	state := func(line string) domain.State {
-		r, err := m.st.GetReservation(ctx, e.db, ids[line])
+		r, err := m.st.GetReservation(ctx, e.DB, ids[line])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,13 +102,13 @@ func testTimeout[TTx any](t *testing.T, e *tenv[TTx]) {
 	}
 	// The release booked one ledger row with the answers as its reason.
 	var reason string
-	if err := e.db.QueryRow(ctx, "SELECT reason FROM inv_ledger WHERE movement = 'release'").Scan(&reason); err != nil {
+	if err := e.DB.QueryRow(ctx, "SELECT reason FROM inv_ledger WHERE movement = 'release'").Scan(&reason); err != nil {
 		t.Fatal(err)
 	}
 	if reason != `timeout check: order "cancelled", warehouse "none"` {
 		t.Fatalf("release reason %q", reason)
 	}
-	r, _ := m.st.GetReservation(ctx, e.db, ids["unknown-1"])
+	r, _ := m.st.GetReservation(ctx, e.DB, ids["unknown-1"])
 	if r.Checks != 1 || !r.CheckAfter.Equal(clk.now().Add(time.Minute)) {
 		t.Fatalf("unknown-1 after the sweep: checks %d, next %s; want 1 and a minute later", r.Checks, r.CheckAfter)
 	}
@@ -123,10 +123,10 @@ func testTimeout[TTx any](t *testing.T, e *tenv[TTx]) {
 	if rep.Released != 0 || rep.Manual != 1 || rep.Delayed != 2 {
 		t.Fatalf("sweep with the order service failing: %+v; want 1 manual, 2 delayed, none released", rep)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_conflict WHERE kind = 'timeout_unknown' AND state = 'open'"); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_conflict WHERE kind = 'timeout_unknown' AND state = 'open'"); n != 1 {
 		t.Fatalf("%d manual tickets; want 1", n)
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_ledger WHERE movement = 'release'"); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_ledger WHERE movement = 'release'"); n != 1 {
 		t.Fatalf("%d releases booked; want 1", n)
 	}
 }

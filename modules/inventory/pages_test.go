@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
@@ -25,21 +24,10 @@ func TestInventoryPages(t *testing.T) {
 }
 
 func testPages[TTx any](t *testing.T, e *tenv[TTx]) {
-	ctx := context.Background()
 	m := e.build(t, map[string]string{"inventory.approval_minor": "1000"})
 	e.start(t)
 	seed(t, m, "WH1", "SKU1", 20)
-	res, err := m.Reserve(ctx, ReserveRequest{OrderLine: "W1-1", Warehouse: "WH1", SKU: "SKU1", Qty: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Release(ctx, res.ReservationID, ReleaseRequest{Reason: "cancel"}); err != nil {
-		t.Fatal(err)
-	}
-	late, err := m.Confirm(ctx, res.ReservationID, ConfirmRequest{Receipt: "SHIP-1", StockVersion: 2})
-	if err != nil || late.ConflictID == 0 {
-		t.Fatalf("late confirm: %+v %v", late, err)
-	}
+	res, late := lateConflict(t, m, "W1-1")
 	pages := map[string]module.Page{}
 	for _, p := range m.Pages() {
 		pages[p.Pattern] = p

@@ -66,14 +66,14 @@ func testRecon[TTx any](t *testing.T, e *tenv[TTx]) {
 	wh.Ship(sim.Receipt{ReservationID: wrongQty, Receipt: "S-qty", Warehouse: "WH1", SKU: "SKU2", Qty: 2})
 	unexplained := reserve("L5", "SKU3", 1)
 	// Seeded by hand, behind the module's back:
-	if _, err := e.db.Exec(ctx, "UPDATE inv_reservation SET state = 'released' WHERE id = $1", unexplained); err != nil {
+	if _, err := e.DB.Exec(ctx, "UPDATE inv_reservation SET state = 'released' WHERE id = $1", unexplained); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.Exec(ctx, "UPDATE inv_stock SET on_hand = on_hand + 5, available = available + 5 WHERE sku_id = 'SKU3'"); err != nil {
+	if _, err := e.DB.Exec(ctx, "UPDATE inv_stock SET on_hand = on_hand + 5, available = available + 5 WHERE sku_id = 'SKU3'"); err != nil {
 		t.Fatal(err)
 	}
 	onHand := func(sku string) int64 {
-		st, err := m.st.GetStock(ctx, e.db, "WH1", sku)
+		st, err := m.st.GetStock(ctx, e.DB, "WH1", sku)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func testRecon[TTx any](t *testing.T, e *tenv[TTx]) {
 	if onHand("SKU1") != 100-2-1+5 {
 		t.Fatalf("SKU1 on hand %d after the count's adjustment", onHand("SKU1"))
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_ledger WHERE movement = 'adjust'"); n != 2 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_ledger WHERE movement = 'adjust'"); n != 2 {
 		t.Fatalf("%d adjustment entries; want 2", n)
 	}
 	cutoff = time.Now().UTC().Truncate(time.Microsecond)

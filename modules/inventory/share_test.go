@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // TestInventoryReservedShare: a reservation flood cannot take every
@@ -33,36 +34,36 @@ import (
 // milliseconds). PostgreSQL only: SQLite has one writer connection, which
 // no share can divide.
 func TestInventoryReservedShare(t *testing.T) {
-	e := pgEnv(t)
+	e := newTenv(moduletest.Postgres(t, testLines))
 	ctx := context.Background()
 	sep := "?"
-	if strings.Contains(e.dsn, "?") {
+	if strings.Contains(e.DSN, "?") {
 		sep = "&"
 	}
-	pool, err := pgxpool.New(ctx, e.dsn+sep+"pool_max_conns=10")
+	pool, err := pgxpool.New(ctx, e.DSN+sep+"pool_max_conns=10")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	e.db = keelsql.Pgx(pool)
+	e.DB = keelsql.Pgx(pool)
 	m := e.build(t, map[string]string{"inventory.coalesce": "false", "inventory.reservation_conns": "4",
 		"inventory.pool_wait_budget": "200ms"})
 	seed(t, m, "WH1", "HOT", 1000)
 	seed(t, m, "WH1", "COLD", 100)
 	e.start(t)
-	api := serveAPI(t, m, "op")
+	api := moduletest.ServeAPI(t, m.Routes(), "op")
 	var ids, versions []int64
 	for i := range 6 {
-		r := call(t, api, "POST", "/api/v1/inventory/reservations", map[string]any{"order_line": fmt.Sprintf("C%d-1", i), "warehouse": "WH1", "sku": "COLD", "qty": 1})
-		if r.status != http.StatusOK {
-			t.Fatalf("reserving COLD: %d %v", r.status, r.body)
+		r := moduletest.Do(t, api.URL, "POST", "/api/v1/inventory/reservations", map[string]any{"order_line": fmt.Sprintf("C%d-1", i), "warehouse": "WH1", "sku": "COLD", "qty": 1}, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("reserving COLD: %d %v", r.Status, r.Body)
 		}
-		ids = append(ids, int64(r.body["reservation_id"].(float64)))
-		versions = append(versions, int64(r.body["stock_version"].(float64)))
+		ids = append(ids, int64(r.Body["reservation_id"].(float64)))
+		versions = append(versions, int64(r.Body["stock_version"].(float64)))
 	}
 
 	// Another session locks HOT's stock row for 8 s.
-	locker, err := pgx.Connect(ctx, e.dsn)
+	locker, err := pgx.Connect(ctx, e.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestInventoryReservedShare(t *testing.T) {
 	}
 	// The flood is watched from a session of its own (the pool's may all
 	// be taken, and the locker's is the lock's).
-	watch, err := pgx.Connect(ctx, e.dsn)
+	watch, err := pgx.Connect(ctx, e.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +154,10 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 			action, body = "release", map[string]any{"reason": "cancelled"}
 		}
 		start := time.Now()
-		r := call(t, api, "POST", "/api/v1/inventory/reservations/"+itoa(id)+"/"+action, body)
+		r := moduletest.Do(t, api.URL, "POST", "/api/v1/inventory/reservations/"+itoa(id)+"/"+action, body, nil)
 		took := time.Since(start)
-		if r.status != http.StatusOK {
-			t.Fatalf("%s of %d during the flood: %d %v", action, id, r.status, r.body)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s of %d during the flood: %d %v", action, id, r.Status, r.Body)
 		}
 		if took > bound {
 			t.Errorf("%s of %d during the flood took %s; want within %s (the reservations took the connections)", action, id, took.Round(time.Millisecond), bound)
@@ -181,10 +182,10 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 	// Refused reservations wrote nothing.
 	var lines []string
 	refusedLines.Range(func(k, _ any) bool { lines = append(lines, k.(string)); return true })
-	if n := count(t, e, "SELECT count(*) FROM inv_reservation WHERE order_line = ANY($1)", lines); n != 0 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_reservation WHERE order_line = ANY($1)", lines); n != 0 {
 		t.Errorf("%d of %d refused reservations were written", n, len(lines))
 	}
-	if n := count(t, e, "SELECT count(*) FROM inv_action WHERE action_key = ANY($1)", prefixed("reserve:", lines)); n != 0 {
+	if n := e.Count(t, "SELECT count(*) FROM inv_action WHERE action_key = ANY($1)", prefixed("reserve:", lines)); n != 0 {
 		t.Errorf("%d of %d refused reservations recorded their key", n, len(lines))
 	}
 	t.Logf("%d reservations refused during the %s lock", refused.Load(), hold)

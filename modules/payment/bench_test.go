@@ -24,6 +24,7 @@ import (
 	"github.com/keelwork/keel/keelevents/jetstream"
 	"github.com/keelwork/keel/keelevents/jetstream/jstest"
 	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/payment/channel"
 	"github.com/keelwork/keel/modules/payment/channel/alipay"
 )
@@ -45,10 +46,10 @@ import (
 // process, whose CPU includes it).
 func BenchmarkCallbackIngress(b *testing.B) {
 	if os.Getenv("KEEL_PAY_BENCH_DIALECT") == "sqlite" {
-		benchIngress(b, liteEnv(b))
+		benchIngress(b, newTenv(moduletest.SQLite(b, testLines)))
 		return
 	}
-	benchIngress(b, pgEnv(b))
+	benchIngress(b, newTenv(moduletest.Postgres(b, testLines)))
 }
 
 func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
@@ -84,7 +85,7 @@ func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
 		 SELECT 'BENCH' || lpad(i::text, 8, '0'), 1, '', 'pending', 'created', 'bench', $1
 		 FROM generate_series(0, $2 - 1) AS i`,
 	}
-	if e.db.Dialect() == "sqlite" {
+	if e.DB.Dialect() == "sqlite" {
 		const seq = `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ?2 - 1) `
 		seeds = []string{
 			seq + `INSERT INTO pay_order (id, amount_minor, currency, state, payment_no, paid_event, created_at)
@@ -100,11 +101,11 @@ func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
 		args := []any{now, b.N}
 		if i == 1 {
 			args = append(args, cfg.MerchantID, cfg.AppID)
-			if e.db.Dialect() == "sqlite" {
+			if e.DB.Dialect() == "sqlite" {
 				args = append(args, now.Add(time.Hour))
 			}
 		}
-		if _, err := e.db.Exec(ctx, q, args...); err != nil {
+		if _, err := e.DB.Exec(ctx, q, args...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -137,7 +138,7 @@ func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
 	ceiling := sendAll(b, echo.URL, bodies, senders)
 	echoCPU := procCPU() - cpu0
 	pg0 := time.Duration(0)
-	if e.db.Dialect() == "postgres" {
+	if e.DB.Dialect() == "postgres" {
 		pg0 = e.pgCPU(b)
 	}
 	cpu0 = procCPU()
@@ -145,10 +146,10 @@ func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
 	el := sendAll(b, e.ingress.URL+CallbackPath(channel.KindAlipay), bodies, senders)
 	b.StopTimer()
 	ingressCPU, pgCPU := procCPU()-cpu0, time.Duration(0)
-	if e.db.Dialect() == "postgres" {
+	if e.DB.Dialect() == "postgres" {
 		pgCPU = e.pgCPU(b) - pg0
 	}
-	if n := e.count(b, "SELECT COUNT(*) FROM pay_payment WHERE state = 'paid'"); n != int64(b.N) {
+	if n := e.Count(b, "SELECT COUNT(*) FROM pay_payment WHERE state = 'paid'"); n != int64(b.N) {
 		b.Fatalf("%d payments paid, want %d", n, b.N)
 	}
 	gs := e.m.GroupStats()
@@ -162,7 +163,7 @@ func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
 	perCB := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 	b.ReportMetric(perCB(ingressCPU), "proc-cpu-µs/callback")
 	b.ReportMetric(perCB(echoCPU), "echo-cpu-µs/post")
-	if e.db.Dialect() == "postgres" {
+	if e.DB.Dialect() == "postgres" {
 		b.ReportMetric(perCB(pgCPU), "pg-cpu-µs/callback")
 	}
 	if gs.Batches > 0 {
@@ -183,7 +184,7 @@ func procCPU() time.Duration {
 // pgCPU is the CPU time of the database backends connected to the test
 // database (Linux /proc; 0 where it cannot be read).
 func (e *tenv[TTx]) pgCPU(b *testing.B) time.Duration {
-	rows, err := e.db.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+	rows, err := e.DB.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
 	pids, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (int64, error) {
 		var pid int64
 		return pid, r.Scan(&pid)
@@ -253,7 +254,7 @@ func sendAll(b *testing.B, url string, bodies [][]byte, n int) time.Duration {
 // (the relay publishing the backlog included). The bus is JetStream
 // (KEEL_TEST_NATS_URL); KEEL_PAY_BENCH_BUS=db uses the in-database bus.
 func BenchmarkLedgerConsumer(b *testing.B) {
-	e := pgEnv(b)
+	e := newTenv(moduletest.Postgres(b, testLines))
 	ctx := context.Background()
 	var bus keelevents.Bus
 	var err error
@@ -265,7 +266,7 @@ func BenchmarkLedgerConsumer(b *testing.B) {
 		parts = v
 	}
 	if os.Getenv("KEEL_PAY_BENCH_BUS") == "db" {
-		bus, err = keelevents.NewDatabaseBus(e.db, nil)
+		bus, err = keelevents.NewDatabaseBus(e.DB, nil)
 	} else {
 		// The bus a deployment carries a backlog on; the in-database bus
 		// orders by partition with one delivery in flight per partition.
@@ -277,7 +278,7 @@ func BenchmarkLedgerConsumer(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = bus.Close() })
-	ev, err := keelevents.New(e.db, bus, &keelevents.Config{Partitions: parts, StatsInterval: time.Hour})
+	ev, err := keelevents.New(e.DB, bus, &keelevents.Config{Partitions: parts, StatsInterval: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func BenchmarkLedgerConsumer(b *testing.B) {
 				TransactionID: "t" + no, AmountMinor: 128800, Currency: "CNY", At: time.Now().UTC()})
 			evs = append(evs, keelevents.Event{Topic: TopicPaid, ID: "payment:" + no + ":succeeded", Key: no, Payload: body})
 		}
-		if err := e.db.InTx(ctx, func(tx keelsql.Tx[pgxTx]) error { return ev.EmitManyTx(ctx, tx, evs) }); err != nil {
+		if err := e.DB.InTx(ctx, func(tx keelsql.Tx[pgxTx]) error { return ev.EmitManyTx(ctx, tx, evs) }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -307,7 +308,7 @@ func BenchmarkLedgerConsumer(b *testing.B) {
 		poll = time.Second
 	}
 	for {
-		if n := e.count(b, "SELECT COUNT(*) FROM pay_journal"); n >= int64(b.N) {
+		if n := e.Count(b, "SELECT COUNT(*) FROM pay_journal"); n >= int64(b.N) {
 			break
 		}
 		time.Sleep(poll)
@@ -328,7 +329,7 @@ func BenchmarkReconciliation(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("KEEL_PAY_BENCH_RECON_N")); err == nil && v > 0 {
 		n = v
 	}
-	e := pgEnv(b)
+	e := newTenv(moduletest.Postgres(b, testLines))
 	e.start(b, startOpts{noSweep: true})
 	ctx := context.Background()
 	cfg := e.sim.Config(channel.KindWeChat)
@@ -363,7 +364,7 @@ func BenchmarkReconciliation(b *testing.B) {
 		case strings.Contains(q, "pay_bill_line"):
 			args = []any{now, n, cfg.MerchantID, day}
 		}
-		if _, err := e.db.Exec(ctx, q, args...); err != nil {
+		if _, err := e.DB.Exec(ctx, q, args...); err != nil {
 			b.Fatalf("%.60s: %v", q, err)
 		}
 	}

@@ -10,10 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelevents/eventsweb"
 	"github.com/keelwork/keel/keelrecon"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/payment/channel"
 	"github.com/keelwork/keel/server/auth"
@@ -26,25 +24,11 @@ import (
 // executed by another on the reconciliation pages.
 // It runs once per dialect, the two at the same time.
 func TestPaymentBrowser(t *testing.T) {
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		d, schema := browsertest.Postgres(t, testLines)
-		e := &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema)}
-		testPaymentBrowser(t, e, func(ew *eventsweb.Web[pgx.Tx]) *browsertest.Served {
-			return browsertest.Serve(t, d.Pool(), e.db, e.client, e.m, ew)
-		})
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		d, path := browsertest.SQLite(t, testLines)
-		e := &tenv[*sql.Tx]{name: "sqlite", drv: d, db: keelsql.SQLite(d.DB()), dsn: path}
-		testPaymentBrowser(t, e, func(ew *eventsweb.Web[*sql.Tx]) *browsertest.Served {
-			return browsertest.ServeOn(t, d.DB(), e.db, e.client, e.m, ew)
-		})
-	})
+	browsertest.Both(t, testLines, moduletest.With(newTenv[pgx.Tx], testPaymentBrowser[pgx.Tx]),
+		moduletest.With(newTenv[*sql.Tx], testPaymentBrowser[*sql.Tx]))
 }
 
-func testPaymentBrowser[TTx any](t *testing.T, e *tenv[TTx], serve func(*eventsweb.Web[TTx]) *browsertest.Served) {
+func testPaymentBrowser[TTx any](t *testing.T, e *tenv[TTx]) {
 	e.start(t, startOpts{noSweep: true, settings: map[string]string{"payment.pay_timeout": "1m"}})
 	ctx := context.Background()
 	const paid, late = "WEB0000001", "WEB0000002"
@@ -70,10 +54,9 @@ func testPaymentBrowser[TTx any](t *testing.T, e *tenv[TTx], serve func(*eventsw
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serve(ew)
-	alice, bob, base := srv.Token("alice", auth.RoleOperator), srv.Token("bob", auth.RoleOperator), srv.Base
-	br := browsertest.New(t, 120*time.Second)
-	br.Login(base, alice)
+	srv := browsertest.ServeEnv(t, e.Env, e.client, e.m, ew)
+	base := srv.Base
+	br := srv.Session("alice", auth.RoleOperator, 120*time.Second)
 	br.Do("payments", chromedp.Navigate(base+"/payments"), chromedp.WaitVisible(chromedp.CSS("#payments")))
 	br.MustSee("payments", "main", "支付单", paid, "支付成功", "已关闭", "1,288.00 CNY")
 	br.Do("detail", chromedp.Navigate(base+"/payments/"+paid), chromedp.WaitVisible(chromedp.CSS("#callbacks")))
@@ -93,8 +76,7 @@ func testPaymentBrowser[TTx any](t *testing.T, e *tenv[TTx], serve func(*eventsw
 	br.Confirm("request", "渠道已收款而订单已关闭, 申请原路退款", `#d-state[data-state="awaiting_approval"]`)
 	br.CheckConsole()
 
-	b2 := browsertest.New(t, 120*time.Second)
-	b2.Login(base, bob)
+	b2 := srv.Session("bob", auth.RoleOperator, 120*time.Second)
 	b2.Do("bob opens", chromedp.Navigate(base+dPath), chromedp.WaitVisible(chromedp.CSS("button.approve")))
 	b2.Do("approve", chromedp.Click(chromedp.CSS("button.approve")))
 	b2.Confirm("approve", "核对渠道账单一致, 同意退款", `#d-state[data-state="approved"]`)

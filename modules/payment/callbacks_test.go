@@ -178,19 +178,19 @@ func testCallbackVerify[TTx any](t *testing.T, e *tenv[TTx]) {
 			if s := e.state(t, no); s != PayPending {
 				t.Fatalf("%s: %s moved to %s", name, no, s)
 			}
-			if n := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1", no); n != 0 {
+			if n := e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1", no); n != 0 {
 				t.Fatalf("%s: %d callback evidence rows for %s, want none", name, n, no)
 			}
-			if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 0 {
+			if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 0 {
 				t.Fatalf("%s: an event for %s", name, no)
 			}
 		}
-		if after := e.count(t, "SELECT COUNT(*) FROM pay_security_audit"); after != before+1 {
+		if after := e.Count(t, "SELECT COUNT(*) FROM pay_security_audit"); after != before+1 {
 			t.Fatalf("%s: security audit %d → %d, want one more", name, before, after)
 		}
 	}
 	for _, c := range wcases {
-		before := e.count(t, "SELECT COUNT(*) FROM pay_security_audit")
+		before := e.Count(t, "SELECT COUNT(*) FROM pay_security_audit")
 		h, body := e.wxForge(t, c.f)
 		status, reply := e.post(t, channel.KindWeChat, h, body)
 		if !strings.Contains(reply, "FAIL") && status != http.StatusRequestEntityTooLarge {
@@ -236,7 +236,7 @@ func testCallbackVerify[TTx any](t *testing.T, e *tenv[TTx]) {
 		}()},
 	}
 	for _, c := range acases {
-		before := e.count(t, "SELECT COUNT(*) FROM pay_security_audit")
+		before := e.Count(t, "SELECT COUNT(*) FROM pay_security_audit")
 		status, reply := e.post(t, channel.KindAlipay, http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, c.body)
 		if reply != "fail" {
 			t.Errorf("alipay %s: reply %q, want fail", c.name, reply)
@@ -245,7 +245,7 @@ func testCallbackVerify[TTx any](t *testing.T, e *tenv[TTx]) {
 		check("alipay "+c.name, 400, reply, before)
 	}
 	// The refusals are counted for the alert.
-	if n := e.count(t, "SELECT COUNT(*) FROM pay_security_audit WHERE reason = 'signature'"); n < 3 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM pay_security_audit WHERE reason = 'signature'"); n < 3 {
 		t.Fatalf("%d signature refusals audited", n)
 	}
 	h, _ := e.m.Health(ctx)
@@ -273,10 +273,10 @@ func testAmountMismatch[TTx any](t *testing.T, e *tenv[TTx]) {
 	if s := e.state(t, no); s != PayPending {
 		t.Fatalf("payment is %s", s)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 0 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 0 {
 		t.Fatal("an event was emitted")
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'mismatch'", no); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'mismatch'", no); n != 1 {
 		t.Fatalf("%d mismatch evidence rows", n)
 	}
 	// The same disagreement again is the same discrepancy.
@@ -343,7 +343,7 @@ func testLateSuccess[TTx any](t *testing.T, e *tenv[TTx]) {
 	if o.State != OrderAwaiting {
 		t.Fatalf("order is %s: a late success must not fulfil it", o.State)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE topic = $1", TopicPaid); n != 0 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE topic = $1", TopicPaid); n != 0 {
 		t.Fatal("a success event for a closed payment")
 	}
 }
@@ -352,12 +352,8 @@ func testLateSuccess[TTx any](t *testing.T, e *tenv[TTx]) {
 // reconciliation runs recorded.
 func waitOrRuns[TTx any](t *testing.T, e *tenv[TTx], what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if moduletest.WaitUntil(30*time.Second, cond) {
+		return
 	}
 	runs, _ := e.recon.ListRuns(context.Background(), keelrecon.RunFilter{Limit: 10})
 	for _, r := range runs {

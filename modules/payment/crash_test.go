@@ -159,9 +159,9 @@ func testOutboxCrash[TTx any](t *testing.T, e *tenv[TTx], role string) {
 		t.Fatal(err)
 	}
 	// The payment order, written by a process that is not running.
-	bus, _ := keelevents.NewDatabaseBus(e.db, &keelevents.DatabaseBusConfig{Logger: moduletest.Quiet()})
-	idle, _ := keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, StatsInterval: time.Hour, Logger: moduletest.Quiet()})
-	creator, err := New(&module.Host[TTx]{DB: e.db, Events: idle, Settings: testSettings(nil)},
+	bus, _ := keelevents.NewDatabaseBus(e.DB, &keelevents.DatabaseBusConfig{Logger: moduletest.Quiet()})
+	idle, _ := keelevents.New(e.DB, bus, &keelevents.Config{Partitions: 8, StatsInterval: time.Hour, Logger: moduletest.Quiet()})
+	creator, err := New(&module.Host[TTx]{DB: e.DB, Events: idle, Settings: testSettings(nil)},
 		WithMerchant(Merchant{Kind: channel.KindAlipay, MerchantID: cfg.MerchantID, AppID: cfg.AppID, Channel: ch}))
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func testOutboxCrash[TTx any](t *testing.T, e *tenv[TTx], role string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envCrashRole+"="+role, envCrashDriver+"="+e.name, envCrashDSN+"="+e.dsn, envCrashConfig+"="+string(raw))
+	cmd.Env = append(os.Environ(), envCrashRole+"="+role, envCrashDriver+"="+e.Name, envCrashDSN+"="+e.DSN, envCrashConfig+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -240,7 +240,7 @@ func testOutboxCrash[TTx any](t *testing.T, e *tenv[TTx], role string) {
 	if p, err := creator.Payment(ctx, no); err != nil || p.State != PayPaid {
 		t.Fatalf("after the crash (%v) the payment is not paid: the callback's commit was lost", err)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1 AND published_at IS NULL", no); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1 AND published_at IS NULL", no); n != 1 {
 		t.Fatalf("%d unmarked outbox rows, want the one the child left", n)
 	}
 	// A new process takes over; the channel retries the callback.
@@ -250,15 +250,15 @@ func testOutboxCrash[TTx any](t *testing.T, e *tenv[TTx], role string) {
 	}
 	moduletest.WaitFor(t, 30*time.Second, "the ledger entry and the order", func() bool {
 		o, _ := e.m.Order(ctx, "O"+no)
-		return e.count(t, "SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1", no) == 1 && o != nil && o.State == OrderPaid
+		return e.Count(t, "SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1", no) == 1 && o != nil && o.State == OrderPaid
 	})
 	moduletest.WaitFor(t, 30*time.Second, "the outbox row marked", func() bool {
-		return e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1 AND published_at IS NULL", no) == 0
+		return e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1 AND published_at IS NULL", no) == 0
 	})
-	if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 1 {
 		t.Fatalf("%d events, want 1", n)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'applied'", no); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'applied'", no); n != 1 {
 		t.Fatalf("%d applied callbacks", n)
 	}
 	js, _ := e.m.Journal(ctx, no)

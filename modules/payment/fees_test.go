@@ -32,7 +32,7 @@ func testFeesPosted[TTx any](t *testing.T, e *tenv[TTx]) {
 	}
 	// The simulator's fee is 0.6%: 7.73 on the payment, 1.73 returned with the refund.
 	moduletest.WaitFor(t, 30*time.Second, "the fee and its return booked", func() bool {
-		return e.count(t, "SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1 AND action IN ('fee', 'fee_return')", no) == 2
+		return e.Count(t, "SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1 AND action IN ('fee', 'fee_return')", no) == 2
 	})
 	js, _ := e.m.Journal(ctx, no)
 	got := map[string]int64{}

@@ -59,22 +59,22 @@ func testGroupCommit[TTx any](t *testing.T, e *tenv[TTx]) {
 		if s := e.state(t, no); s != PayPaid {
 			t.Fatalf("%s is %s", no, s)
 		}
-		if c := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_id = $1", "payment:"+no+":succeeded"); c != 1 {
+		if c := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_id = $1", "payment:"+no+":succeeded"); c != 1 {
 			t.Fatalf("%s: %d success events", no, c)
 		}
-		if c := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'applied'", no); c != 1 {
+		if c := e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'applied'", no); c != 1 {
 			t.Fatalf("%s: %d applied callbacks", no, c)
 		}
 	}
-	if d := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'duplicate'", nos[0]); d != 2 {
+	if d := e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'duplicate'", nos[0]); d != 2 {
 		t.Fatalf("%d duplicate callbacks recorded for %s, want 2", d, nos[0])
 	}
 	gs := e.m.GroupStats()
 	if gs.Failed != 0 || gs.Callbacks < n || gs.Batches >= gs.Callbacks || gs.Largest < 2 || gs.Applied != n {
 		t.Fatalf("group commit: %+v; want shared transactions, none failed", gs)
 	}
-	if e.db.Dialect() == "sqlite" && gs.Alone != 0 {
+	if e.DB.Dialect() == "sqlite" && gs.Alone != 0 {
 		t.Fatalf("on SQLite the batch answers every callback, %d went alone: %+v", gs.Alone, gs)
 	}
-	t.Logf("%s: %+v", e.db.Dialect(), gs)
+	t.Logf("%s: %+v", e.DB.Dialect(), gs)
 }

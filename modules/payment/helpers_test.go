@@ -12,54 +12,34 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelevents"
-	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelrecon"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/payment/channel"
 	"github.com/keelwork/keel/modules/payment/paysim"
 )
 
-func testLines(dialect string) []keelmigrate.Line {
-	lines := append([]keelmigrate.Line{keelevents.Line(dialect)}, keelrecon.Lines(dialect)...)
-	return append(lines, Lines(dialect)...)
-}
+var testLines = moduletest.Lines(moduletest.EventsLines, keelrecon.Lines, Lines)
 
-// tenv is one test database with the events backbone on the in-database
-// bus, reconciliation, the module, its callback ingress on a loopback
-// server and the channel simulator calling it.
+// tenv is one test database (the kit's Env) with the events backbone on
+// the in-database bus, reconciliation, the module, its callback ingress on
+// a loopback server and the channel simulator calling it.
 type tenv[TTx any] struct {
-	name    string
-	drv     keeldriver.Driver[TTx]
-	db      keelsql.DB[TTx]
+	*moduletest.Env[TTx]
 	ev      *keelevents.Events[TTx]
 	recon   *keelrecon.Recon[TTx]
 	m       *Module[TTx]
 	client  *keel.Client[TTx]
 	sim     *paysim.Sim
 	ingress *httptest.Server
-	dsn     string
 }
 
-func pgEnv(t testing.TB) *tenv[pgx.Tx] {
-	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: testLines})
-	return &tenv[pgx.Tx]{name: "postgres", drv: d, db: keelsql.Pgx(d.Pool()), dsn: testdb.PostgresSchemaURL(t, schema)}
-}
-
-func liteEnv(t testing.TB) *tenv[*sql.Tx] {
-	d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: testLines})
-	return &tenv[*sql.Tx]{name: "sqlite", drv: d, db: keelsql.SQLite(d.DB()), dsn: path}
-}
+func newTenv[TTx any](e *moduletest.Env[TTx]) *tenv[TTx] { return &tenv[TTx]{Env: e} }
 
 // each runs a generic test once per database, in parallel.
 func each(t *testing.T, pg func(t *testing.T, e *tenv[pgx.Tx]), lite func(t *testing.T, e *tenv[*sql.Tx])) {
-	t.Parallel()
-	t.Run("postgres", func(t *testing.T) { t.Parallel(); pg(t, pgEnv(t)) })
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); lite(t, liteEnv(t)) })
+	moduletest.Each(t, testLines, moduletest.With(newTenv[pgx.Tx], pg), moduletest.With(newTenv[*sql.Tx], lite))
 }
 
 // testSettings compress the channel's day: horizons of seconds, backoffs
@@ -90,21 +70,13 @@ type startOpts struct {
 func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 	t.Helper()
 	ctx := context.Background()
-	bus, err := keelevents.NewDatabaseBus(e.db, &keelevents.DatabaseBusConfig{Logger: moduletest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bus.Close() })
-	e.ev, err = keelevents.New(e.db, bus, &keelevents.Config{Partitions: 8, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour,
-		Logger: moduletest.Quiet(), DisableRelay: o.noRelay})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.ev = e.Events(t, &keelevents.Config{Partitions: 8, LeaseTTL: 2 * time.Second, StatsInterval: time.Hour, DisableRelay: o.noRelay})
+	var err error
 	var rc *keelrecon.Config
 	if o.approve != nil {
 		rc = &keelrecon.Config{ApproveAbove: o.approve}
 	}
-	e.recon, err = keelrecon.New(e.db, rc)
+	e.recon, err = keelrecon.New(e.DB, rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +84,7 @@ func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 	if o.noSweep {
 		settings["payment.sweep_every"] = "1h"
 	}
-	h := &module.Host[TTx]{DB: e.db, Logger: moduletest.Quiet(), Settings: settings, Recon: e.recon, Events: e.ev, Demo: o.demo}
+	h := &module.Host[TTx]{DB: e.DB, Logger: moduletest.Quiet(), Settings: settings, Recon: e.recon, Events: e.ev, Demo: o.demo}
 	e.m, err = New(h)
 	if err != nil {
 		t.Fatal(err)
@@ -163,29 +135,7 @@ func (e *tenv[TTx]) start(t testing.TB, o startOpts) {
 			t.Fatal(err)
 		}
 	}
-	e.client, err = keel.NewClient(e.drv, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.recon.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.ev.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.m.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = e.m.Stop(ctx)
-		_ = e.ev.Stop(ctx)
-		_ = e.client.Stop(ctx)
-	})
+	e.client = e.Run(t, cfg, e.recon, e.ev, e.m)
 }
 
 // pay creates a payment order here and its trade at the channel.
@@ -198,31 +148,6 @@ func (e *tenv[TTx]) pay(t testing.TB, kind channel.Kind, no string, amount int64
 	}
 	e.sim.Create(kind, no, amount, currency)
 	return p
-}
-
-func (e *tenv[TTx]) count(t testing.TB, query string, args ...any) int64 {
-	t.Helper()
-	if e.db.Dialect() == "sqlite" {
-		query = toSQLite(query)
-	}
-	var n int64
-	if err := e.db.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-// toSQLite rewrites $n placeholders for SQLite (test queries only).
-func toSQLite(q string) string {
-	out := []byte{}
-	for i := 0; i < len(q); i++ {
-		if q[i] == '$' {
-			out = append(out, '?')
-			continue
-		}
-		out = append(out, q[i])
-	}
-	return string(out)
 }
 
 func (e *tenv[TTx]) state(t testing.TB, no string) string {
@@ -272,9 +197,8 @@ type (
 // starts both (benchmarks: the backlog is emitted first).
 func (e *tenv[TTx]) start2(t testing.TB, ev *keelevents.Events[TTx]) {
 	t.Helper()
-	ctx := context.Background()
 	var err error
-	e.m, err = New(&module.Host[TTx]{DB: e.db, Logger: moduletest.Quiet(), Settings: testSettings(map[string]string{"payment.sweep_every": "1h"}), Events: ev})
+	e.m, err = New(&module.Host[TTx]{DB: e.DB, Logger: moduletest.Quiet(), Settings: testSettings(map[string]string{"payment.sweep_every": "1h"}), Events: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,24 +208,5 @@ func (e *tenv[TTx]) start2(t testing.TB, ev *keelevents.Events[TTx]) {
 			t.Fatal(err)
 		}
 	}
-	e.client, err = keel.NewClient(e.drv, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ev.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.m.Start(ctx, e.client); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = e.m.Stop(ctx)
-		_ = ev.Stop(ctx)
-		_ = e.client.Stop(ctx)
-	})
+	e.client = e.Run(t, cfg, ev, e.m)
 }

@@ -36,7 +36,7 @@ func testLedgerBatchInOrder[TTx any](t *testing.T, e *tenv[TTx]) {
 		d(TopicRefundFailed, "refund:"+rn+":failed", ref),
 	}
 	for range 2 {
-		if err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error { return e.m.handleLedgerBatch(ctx, tx, batch) }); err != nil {
+		if err := e.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error { return e.m.handleLedgerBatch(ctx, tx, batch) }); err != nil {
 			t.Fatal(err)
 		}
 	}

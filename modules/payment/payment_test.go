@@ -39,18 +39,18 @@ func testDuplicateCallbacks[TTx any](t *testing.T, e *tenv[TTx]) {
 	if s := e.state(t, no); s != PayPaid {
 		t.Fatalf("payment is %s", s)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE topic = $1 AND event_id = $2", TopicPaid, "payment:"+no+":succeeded"); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE topic = $1 AND event_id = $2", TopicPaid, "payment:"+no+":succeeded"); n != 1 {
 		t.Fatalf("%d success events, want 1", n)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE event_key = $1", no); n != 1 {
 		t.Fatalf("%d events for the payment, want 1", n)
 	}
-	if a, d := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'applied'", no),
-		e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'duplicate'", no); a != 1 || d != 4 {
+	if a, d := e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'applied'", no),
+		e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE payment_no = $1 AND outcome = 'duplicate'", no); a != 1 || d != 4 {
 		t.Fatalf("callback evidence: %d applied, %d duplicate; want 1 and 4", a, d)
 	}
 	moduletest.WaitFor(t, 20*time.Second, "the ledger entry", func() bool {
-		return e.count(t, "SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1", no) == 1
+		return e.Count(t, "SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1", no) == 1
 	})
 	moduletest.WaitFor(t, 20*time.Second, "the order marked paid", func() bool {
 		o, err := e.m.Order(ctx, "O"+no)
@@ -60,12 +60,12 @@ func testDuplicateCallbacks[TTx any](t *testing.T, e *tenv[TTx]) {
 	// replay): the entry's unique key still books one.
 	var d keelevents.Delivery
 	var payload string
-	if err := e.db.QueryRow(ctx, toDialect(e.db, "SELECT payload FROM keel_events_outbox WHERE topic = $1 AND event_id = $2"), TopicPaid, "payment:"+no+":succeeded").Scan(&payload); err != nil {
+	if err := e.DB.QueryRow(ctx, e.SQL("SELECT payload FROM keel_events_outbox WHERE topic = $1 AND event_id = $2"), TopicPaid, "payment:"+no+":succeeded").Scan(&payload); err != nil {
 		t.Fatal(err)
 	}
 	d.Topic, d.ID, d.Key, d.Payload = TopicPaid, "payment:"+no+":succeeded", no, []byte(payload)
 	for i := 0; i < 3; i++ {
-		if err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error { return e.m.handleLedger(ctx, tx, &d) }); err != nil {
+		if err := e.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error { return e.m.handleLedger(ctx, tx, &d) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,7 +76,7 @@ func testDuplicateCallbacks[TTx any](t *testing.T, e *tenv[TTx]) {
 	if len(js) != 1 || js[0].Amount != 128800 || js[0].Currency != "CNY" || js[0].Action != "capture" {
 		t.Fatalf("journal: %+v, want one capture of 128800 CNY", js)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM pay_journal_line WHERE journal_id = $1", js[0].ID); n != 2 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM pay_journal_line WHERE journal_id = $1", js[0].ID); n != 2 {
 		t.Fatalf("%d lines, want 2", n)
 	}
 	assertBalanced(t, e)
@@ -88,16 +88,9 @@ func testDuplicateCallbacks[TTx any](t *testing.T, e *tenv[TTx]) {
 	}
 }
 
-func toDialect[TTx any](db keelsql.DB[TTx], q string) string {
-	if db.Dialect() == "sqlite" {
-		return toSQLite(q)
-	}
-	return q
-}
-
 func assertBalanced[TTx any](t *testing.T, e *tenv[TTx]) {
 	t.Helper()
-	rows, err := e.db.Query(context.Background(), e.m.q.Get("JournalUnbalanced"))
+	rows, err := e.DB.Query(context.Background(), e.m.q.Get("JournalUnbalanced"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,7 @@ func testRecon4Way[TTx any](t *testing.T, e *tenv[TTx]) {
 	if s := e.state(t, heal); s != PayPaid {
 		t.Fatalf("healed payment is %s", s)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE topic = $1 AND event_id = $2", TopicPaid, "payment:"+heal+":succeeded"); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM keel_events_outbox WHERE topic = $1 AND event_id = $2", TopicPaid, "payment:"+heal+":succeeded"); n != 1 {
 		t.Fatalf("%d success events for the healed payment", n)
 	}
 	e.settled(t, heal)
@@ -248,7 +248,7 @@ func testCompensation[TTx any](t *testing.T, e *tenv[TTx]) {
 	if s := e.state(t, no); s != PayManual {
 		t.Fatalf("payment is %s", s)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM pay_compensation WHERE subject = $1", "pay:"+no); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM pay_compensation WHERE subject = $1", "pay:"+no); n != 1 {
 		t.Fatalf("%d compensations", n)
 	}
 	moduletest.WaitFor(t, 30*time.Second, "late receipt, refund start and settlement booked", func() bool {
@@ -291,11 +291,8 @@ func testIntraday[TTx any](t *testing.T, e *tenv[TTx]) {
 	// Paid a minute ago, just now and yesterday (China Standard Time).
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for no, at := range map[string]time.Time{late: now.Add(-time.Minute), fresh: now, old: startOfDay(now).Add(-time.Hour)} {
-		q := "UPDATE pay_payment SET paid_at = $1, updated_at = $1, created_at = $1 WHERE payment_no = $2"
-		if e.db.Dialect() == "sqlite" {
-			q = toSQLite(q)
-		}
-		if _, err := e.db.Exec(base, q, at, no); err != nil {
+		q := e.SQL("UPDATE pay_payment SET paid_at = $1, updated_at = $1, created_at = $1 WHERE payment_no = $2")
+		if _, err := e.DB.Exec(base, q, at, no); err != nil {
 			t.Fatal(err)
 		}
 	}

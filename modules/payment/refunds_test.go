@@ -163,7 +163,7 @@ func testRefundUnknown[TTx any](t *testing.T, e *tenv[TTx]) {
 		if !sawUnknown {
 			t.Fatalf("%s never went through 结果未知: %+v", rn, hist)
 		}
-		if n := e.count(t, "SELECT COUNT(*) FROM pay_refund WHERE payment_no = $1", c.no); n != 1 {
+		if n := e.Count(t, "SELECT COUNT(*) FROM pay_refund WHERE payment_no = $1", c.no); n != 1 {
 			t.Fatalf("%s: %d refunds, want one number for the one intent", c.no, n)
 		}
 	}
@@ -202,10 +202,10 @@ func testAlipayRefundNotifyQueriesFirst[TTx any](t *testing.T, e *tenv[TTx]) {
 	if c := e.sim.RefundCalls(r.RefundNo); c != 1 {
 		t.Fatalf("the channel got %d refund calls, want 1", c)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM pay_callback WHERE refund_no = $1 AND outcome = 'applied' AND amount_minor = 3000", r.RefundNo); n != 1 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM pay_callback WHERE refund_no = $1 AND outcome = 'applied' AND amount_minor = 3000", r.RefundNo); n != 1 {
 		t.Fatalf("%d applied refund callbacks with the queried amount, want 1", n)
 	}
-	if n := e.count(t, "SELECT COUNT(*) FROM pay_security_audit"); n != 0 {
+	if n := e.Count(t, "SELECT COUNT(*) FROM pay_security_audit"); n != 0 {
 		t.Fatalf("%d security audit rows, want none", n)
 	}
 }

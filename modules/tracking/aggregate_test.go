@@ -50,11 +50,11 @@ func testOutOfOrderGap[TTx any](t *testing.T, e *env[TTx]) {
 	if len(gaps) != 1 || gaps[0].Seq != 42 || gaps[0].ClosedAt != nil {
 		t.Fatalf("gaps after 43: %+v", gaps)
 	}
-	if n := count(t, e, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.backfill' AND flow_key = 'carrier:cnhub:backfill' AND queue = 'tracking'"); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.backfill' AND flow_key = 'carrier:cnhub:backfill' AND queue = 'tracking'"); n != 1 {
 		t.Fatalf("backfill jobs queued: %d, want 1", n)
 	}
 	revAt43 := w.State.Revision
-	e.clock.Add(20e9) // 20 s later, 42 arrives
+	e.Clock.Add(20e9) // 20 s later, 42 arrives
 	r42 := ingestOne(t, m, "cnhub", `{"events":[`+cnEvent(42, "ARRIVE")+`]}`)
 	if r42.Outcome != domain.Detail || !r42.GapClosed {
 		t.Fatalf("42: %+v", r42)
@@ -74,16 +74,16 @@ func testOutOfOrderGap[TTx any](t *testing.T, e *env[TTx]) {
 	// The changes left through the outbox with the aggregate's revision
 	// (one per committed change: the push of 1..41, then 43), and the late
 	// event as a detail fill.
-	if n := count(t, e, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'tracking.waybill.changed' AND event_key = 'cnhub:WB9001'"); n != 2 {
+	if n := e.Count(t, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'tracking.waybill.changed' AND event_key = 'cnhub:WB9001'"); n != 2 {
 		t.Fatalf("change events %d, want one per committed change (2)", n)
 	}
 	for id, want := range map[string]string{"cnhub:WB9001:r41": `"steps"`, fmt.Sprintf("cnhub:WB9001:r%d", revAt43): `"gaps_opened":[42]`} {
-		if n := count(t, e, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'tracking.waybill.changed' AND event_id = $1 AND payload LIKE $2",
+		if n := e.Count(t, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'tracking.waybill.changed' AND event_id = $1 AND payload LIKE $2",
 			id, "%"+want+"%"); n != 1 {
 			t.Fatalf("change event %s with %s: %d", id, want, n)
 		}
 	}
-	if n := count(t, e, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'tracking.waybill.detail' AND event_id = $1",
+	if n := e.Count(t, "SELECT count(*) FROM keel_events_outbox WHERE topic = 'tracking.waybill.detail' AND event_id = $1",
 		fmt.Sprintf("cnhub:WB9001:e%d", r42.RawID)); n != 1 {
 		t.Fatalf("detail event: %d", n)
 	}

@@ -1,14 +1,11 @@
 package tracking
 
 import (
-	"errors"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/keelwork/keel/keeltype"
-	"github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // TestTrackingAPIBadInput: bad parameters are refused with a problem
@@ -19,32 +16,7 @@ func TestTrackingAPIBadInput(t *testing.T) { runBoth(t, testAPIBadInput, testAPI
 
 func testAPIBadInput[TTx any](t *testing.T, e *env[TTx]) {
 	m, _ := e.module(t)
-	routes := map[string]func(http.ResponseWriter, *http.Request) (int, any, error){}
-	for _, r := range m.Routes() {
-		routes[r.Pattern] = r.Handle
-	}
-	mux := http.NewServeMux()
-	for p, h := range routes {
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			status, _, err := h(w, r)
-			if err != nil {
-				// As the server maps them.
-				switch pe, ok := web.As(err); {
-				case ok:
-					status = pe.Status
-				case errors.Is(err, keeltype.ErrNotFound):
-					status = 404
-				case errors.Is(err, keeltype.ErrInvalidArgument):
-					status = 400
-				case errors.Is(err, keeltype.ErrInvalidState):
-					status = 409
-				default:
-					status = 500
-				}
-			}
-			w.WriteHeader(status)
-		})
-	}
+	api := moduletest.APIHandler(m.Routes(), "ops")
 	cases := []struct {
 		method, path, body string
 		status             int
@@ -70,17 +42,17 @@ func testAPIBadInput[TTx any](t *testing.T, e *env[TTx]) {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, req)
+		api.ServeHTTP(rec, req)
 		if rec.Code != c.status {
 			t.Errorf("%s %s %s: %d, want %d", c.method, c.path, c.body, rec.Code, c.status)
 		}
 	}
 	for _, table := range []string{"tracking_raw_event", "tracking_waybill", "tracking_replay"} {
-		if n := count(t, e, "SELECT count(*) FROM "+table); n != 0 {
+		if n := e.Count(t, "SELECT count(*) FROM "+table); n != 0 {
 			t.Errorf("%s holds %d rows after refused requests", table, n)
 		}
 	}
-	if n := count(t, e, "SELECT count(*) FROM tracking_mapping_version"); n != 3 {
+	if n := e.Count(t, "SELECT count(*) FROM tracking_mapping_version"); n != 3 {
 		t.Errorf("mapping versions: %d, want the three initial ones", n)
 	}
 }

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/keelwork/keel/internal/testdb"
-	"github.com/keelwork/keel/keelsql"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/modules/tracking/ingest"
 )
@@ -32,8 +29,7 @@ func BenchmarkTrackingBacklog(b *testing.B) {
 	const perWaybill, batch, senders = 8, 500, 8
 	codes := []string{"COLLECT", "EXPORT", "ARRIVE", "CUSTOMS", "DELIVERING", "SIGNED", "EXCEPT", "SIGNED"}
 	for i := 0; i < b.N; i++ {
-		d, schema := testdb.OpenPostgres(b, &testdb.Options{Lines: lines})
-		e := &env[pgx.Tx]{driver: d, db: keelsql.Pgx(d.Pool()), schema: schema, clock: &clock{t: t0}}
+		e := newEnv(moduletest.Postgres(b, lines))
 		m, _ := e.module(b, domain.DemoCarriers()...)
 		// Each sender owns its waybills, as pushes of one carrier feed do.
 		waybills := total / perWaybill
@@ -77,10 +73,10 @@ func BenchmarkTrackingBacklog(b *testing.B) {
 		wg.Wait()
 		took := time.Since(start)
 		b.StopTimer()
-		if n := count(b, e, "SELECT count(*) FROM tracking_raw_event"); n != int64(ingested) {
+		if n := e.Count(b, "SELECT count(*) FROM tracking_raw_event"); n != int64(ingested) {
 			b.Fatalf("raw rows %d, ingested %d", n, ingested)
 		}
-		if n := count(b, e, "SELECT count(*) FROM tracking_waybill WHERE seq = 8"); n != int64(waybills) {
+		if n := e.Count(b, "SELECT count(*) FROM tracking_waybill WHERE seq = 8"); n != int64(waybills) {
 			b.Fatalf("waybills at their last event: %d of %d", n, waybills)
 		}
 		b.ReportMetric(float64(ingested)/took.Seconds(), "events/s")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/tracking/domain"
 )
 
@@ -27,12 +28,12 @@ func testBreakerIsolation[TTx any](t *testing.T, e *env[TTx]) {
 	}
 	sDown, sUp := simCarrier(t, &down), simCarrier(t, &up)
 	sDown.SetDown(true)
-	in := startInstance(t, e, e.driver, "breaker", []domain.Carrier{down, up})
+	in := startInstance(t, e, "breaker", []domain.Carrier{down, up})
 	m := in.m
 	gapParcels(t, m, sDown, "BD", 10)
 	gapParcels(t, m, sUp, "BU", 10)
 	openGaps := func(carrier string) int64 {
-		return count(t, e, "SELECT count(*) FROM tracking_gap WHERE closed_at IS NULL AND carrier = $1", carrier)
+		return e.Count(t, "SELECT count(*) FROM tracking_gap WHERE closed_at IS NULL AND carrier = $1", carrier)
 	}
 	breaker := func(key string) keeltype.BreakerState {
 		row, err := in.client.FlowKeyGet(ctx, key)
@@ -46,9 +47,9 @@ func testBreakerIsolation[TTx any](t *testing.T, e *env[TTx]) {
 	// every failed attempt of the down carrier share the one writer), not
 	// speed: what is checked is that the healthy carrier's gaps close
 	// while the other's stay open behind its breaker.
-	waitFor(t, 60*time.Second, "the healthy carrier's gaps", func() bool { return openGaps(up.Code) == 0 })
+	moduletest.WaitFor(t, 60*time.Second, "the healthy carrier's gaps", func() bool { return openGaps(up.Code) == 0 })
 	healthy := time.Since(start)
-	waitFor(t, 20*time.Second, "the down carrier's breaker to open", func() bool { return breaker(down.BackfillKey()) == keeltype.BreakerOpen })
+	moduletest.WaitFor(t, 20*time.Second, "the down carrier's breaker to open", func() bool { return breaker(down.BackfillKey()) == keeltype.BreakerOpen })
 	if n := openGaps(down.Code); n != 10 {
 		t.Fatalf("the down carrier's gaps: %d open, want 10", n)
 	}
@@ -60,7 +61,7 @@ func testBreakerIsolation[TTx any](t *testing.T, e *env[TTx]) {
 	}
 	// Open: no query reaches the down carrier's side... it comes back.
 	sDown.SetDown(false)
-	waitFor(t, 60*time.Second, "the recovered carrier's gaps", func() bool { return openGaps(down.Code) == 0 })
-	waitFor(t, 10*time.Second, "the breaker to close", func() bool { return breaker(down.BackfillKey()) == keeltype.BreakerClosed })
+	moduletest.WaitFor(t, 60*time.Second, "the recovered carrier's gaps", func() bool { return openGaps(down.Code) == 0 })
+	moduletest.WaitFor(t, 10*time.Second, "the breaker to close", func() bool { return breaker(down.BackfillKey()) == keeltype.BreakerClosed })
 	t.Logf("healthy carrier done in %s while the other was down; recovered after its cool-down and a probe", healthy.Round(time.Millisecond))
 }

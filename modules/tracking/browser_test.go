@@ -5,10 +5,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel/internal/browsertest"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/server/auth"
 )
@@ -20,11 +18,10 @@ import (
 // with both shares and their breakers.
 func TestTrackingConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	d, schema := browsertest.Postgres(t, lines)
-	e := &env[pgx.Tx]{driver: d, db: keelsql.Pgx(d.Pool()), schema: schema, clock: &clock{t: t0}}
+	e := newEnv(browsertest.PostgresEnv(t, lines))
 	c := domain.DemoCarriers()[0]
 	s := simCarrier(t, &c)
-	in := startInstance(t, e, d, "browser", []domain.Carrier{c})
+	in := startInstance(t, e, "browser", []domain.Carrier{c})
 	m := in.m
 	// The carrier's pull API knows the parcel but not event 2 yet: the gap
 	// stays open, its backfill waiting.
@@ -33,11 +30,8 @@ func TestTrackingConsoleInBrowser(t *testing.T) {
 	ingestOne(t, m, c.Code, `{"events":[{"event_id":"`+evs[0].EventID+`","waybill":"WB9001","seq":1,"code":"`+evs[0].Code+`","occurred_at":"`+evs[0].OccurredAt+`","location":"深圳"}]}`)
 	ingestOne(t, m, c.Code, `{"events":[{"event_id":"`+evs[2].EventID+`","waybill":"WB9001","seq":3,"code":"`+evs[2].Code+`","occurred_at":"`+evs[2].OccurredAt+`","location":"洛杉矶"}]}`)
 
-	srv := browsertest.Serve(t, d.Pool(), e.db, in.client, m)
-	token, base := srv.Token("ops-li", auth.RoleOperator), srv.Base
-
-	br := browsertest.New(t, 90*time.Second)
-	br.Login(base, token)
+	srv := browsertest.ServeEnv(t, e.Env, in.client, m)
+	br := srv.Session("ops-li", auth.RoleOperator, 90*time.Second)
 	br.MustSee("navigation", "header nav", "轨迹查询", "承运商健康")
 	br.Do("open tracking from the navigation",
 		chromedp.Click(chromedp.CSS(`header nav a[href="/tracking"]`)),

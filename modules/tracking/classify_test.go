@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/modules/tracking/ingest"
 )
@@ -22,18 +23,18 @@ func testQueryClassification[TTx any](t *testing.T, e *env[TTx]) {
 	s := simCarrier(t, &c)
 	s.AddParcel(domainJourney(&c, "CL0001")...)
 	s.Force429(1)
-	in := startInstance(t, e, e.driver, "classify", []domain.Carrier{c})
+	in := startInstance(t, e, "classify", []domain.Carrier{c})
 	cc, _ := in.m.carrier(c.Code)
 	if _, err := in.client.InsertMany(ctx, []keelInsert{ingest.RealtimeJob(cc, "CL0001", "rt-CL0001")}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitFor(t, 15*time.Second, "the query after its 429", func() bool { return s.Stats().PerShare["realtime"] == 1 })
+	moduletest.WaitFor(t, 15*time.Second, "the query after its 429", func() bool { return s.Stats().PerShare["realtime"] == 1 })
 	if took := time.Since(start); took < time.Second {
 		t.Fatalf("retried %s after a 429 with Retry-After: 1", took)
 	}
-	waitFor(t, 10*time.Second, "the realtime job to complete", func() bool {
-		return count(t, e, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.realtime' AND state = 'completed'") == 1
+	moduletest.WaitFor(t, 10*time.Second, "the realtime job to complete", func() bool {
+		return e.Count(t, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.realtime' AND state = 'completed'") == 1
 	})
 	// Authentication refused: manual, one attempt.
 	bad := *cc
@@ -42,8 +43,8 @@ func testQueryClassification[TTx any](t *testing.T, e *env[TTx]) {
 	if _, err := in.client.InsertMany(ctx, []keelInsert{ingest.RealtimeJob(cc, "CL0001", "rt-CL0001-b")}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the refused query to reach manual", func() bool {
-		return count(t, e, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.realtime' AND state = 'manual' AND attempt = 1") == 1
+	moduletest.WaitFor(t, 15*time.Second, "the refused query to reach manual", func() bool {
+		return e.Count(t, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.realtime' AND state = 'manual' AND attempt = 1") == 1
 	})
 }
 

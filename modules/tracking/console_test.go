@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 func TestTrackingConsoleHomeAndSearch(t *testing.T) {
@@ -17,18 +18,7 @@ func TestTrackingConsoleHomeAndSearch(t *testing.T) {
 func testConsoleHomeAndSearch[TTx any](t *testing.T, e *env[TTx]) {
 	ctx := context.Background()
 	m, _ := e.module(t)
-	home := func() map[string]module.Stat {
-		t.Helper()
-		list, err := m.Home(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]module.Stat{}
-		for _, s := range list {
-			out[s.Key] = s
-		}
-		return out
-	}
+	home := func() map[string]module.Stat { return moduletest.HomeStats(t, m) }
 	if s := home(); s["open_gaps"].Value != 0 || s["open_breakers"].Value != 0 {
 		t.Fatalf("empty: %+v", s)
 	}

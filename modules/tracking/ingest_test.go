@@ -53,7 +53,7 @@ func testFingerprintDedup[TTx any](t *testing.T, e *env[TTx]) {
 	if other.Duplicate || other.Key == first.Key {
 		t.Fatalf("another location deduplicated as the same event: %+v", other)
 	}
-	if n := count(t, e, "SELECT count(*) FROM tracking_raw_event"); n != 2 {
+	if n := e.Count(t, "SELECT count(*) FROM tracking_raw_event"); n != 2 {
 		t.Fatalf("raw events: %d, want 2", n)
 	}
 	// The raw payload of the first push is kept as it came.

@@ -18,7 +18,9 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/tracking/domain"
 )
 
@@ -59,7 +61,7 @@ func helperMain() error {
 		return err
 	}
 	defer d.Close()
-	m, err := New(&module.Host[pgx.Tx]{DB: keelsqlPgx(d), Logger: quiet(), Settings: map[string]string{"tracking.backfill_recheck": "1s"}},
+	m, err := New(&module.Host[pgx.Tx]{DB: keelsql.Pgx(d.Pool()), Logger: moduletest.Quiet(), Settings: map[string]string{"tracking.backfill_recheck": "1s"}},
 		WithCarriers(cs...))
 	if err != nil {
 		return err
@@ -67,7 +69,7 @@ func helperMain() error {
 	// The same engine settings as startInstance's, so both processes claim
 	// alike.
 	reg := prometheus.NewRegistry()
-	cfg := &keel.Config{ID: os.Getenv(helperID), Logger: quiet(), FetchPollInterval: 50 * time.Millisecond, PromoteInterval: 50 * time.Millisecond,
+	cfg := &keel.Config{ID: os.Getenv(helperID), Logger: moduletest.Quiet(), FetchPollInterval: 50 * time.Millisecond, PromoteInterval: 50 * time.Millisecond,
 		RetryPolicy: &keel.JitterRetryPolicy{Base: 100 * time.Millisecond, Cap: 300 * time.Millisecond}, Registerer: reg}
 	if err := m.Configure(cfg); err != nil {
 		return err

@@ -2,14 +2,12 @@ package tracking
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/keelwork/keel/internal/testdb"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/modules/tracking/ingest"
 	"github.com/keelwork/keel/modules/tracking/sim"
@@ -46,8 +44,7 @@ func TestTrackingQuotaPerCarrier(t *testing.T) {
 	for _, code := range []string{"cnhub", "swiftx"} {
 		t.Run(code, func(t *testing.T) {
 			t.Parallel()
-			d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: lines})
-			e := &env[pgx.Tx]{driver: d, db: keelsqlPgx(d), schema: schema, clock: &clock{t: t0}}
+			e := newEnv(moduletest.Postgres(t, lines))
 			testQuotaShares(t, e, scaledCarrier(t, code), nil)
 		})
 	}
@@ -65,12 +62,11 @@ func TestTrackingQuotaPerCarrier(t *testing.T) {
 func TestTrackingQuotaShares(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: lines})
-		e := &env[pgx.Tx]{driver: d, db: keelsqlPgx(d), schema: schema, clock: &clock{t: t0}}
+		e := newEnv(moduletest.Postgres(t, lines))
 		dsn := testdb.PostgresURL(t)
 		var other *proc
 		testQuotaShares(t, e, quotaCarrier(), func(c domain.Carrier) {
-			other = startProcess(t, dsn, schema, "quota-1", []domain.Carrier{c})
+			other = startProcess(t, dsn, e.Schema, "quota-1", []domain.Carrier{c})
 		})
 		// Both processes claimed under the one quota (the windows above
 		// were measured over both): the other one completed jobs too.
@@ -82,8 +78,7 @@ func TestTrackingQuotaShares(t *testing.T) {
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: lines})
-		e := &env[*sql.Tx]{driver: d, db: keelsqlSQLite(d), clock: &clock{t: t0}}
+		e := newEnv(moduletest.SQLite(t, lines))
 		testQuotaShares(t, e, quotaCarrier(), nil)
 	})
 }
@@ -101,7 +96,7 @@ func testQuotaShares[TTx any](t *testing.T, e *env[TTx], c domain.Carrier, other
 	// Four seconds of backfill work on its share, and a second of realtime
 	// work on its own (40 and 15 for the seed's carrier).
 	gaps, realtime := int(4*c.BackfillShare), int(c.RealtimeShare)
-	inst := startInstance(t, e, e.driver, "quota-0", []domain.Carrier{c})
+	inst := startInstance(t, e, "quota-0", []domain.Carrier{c})
 	if other != nil {
 		other(c)
 	}
@@ -121,12 +116,12 @@ func testQuotaShares[TTx any](t *testing.T, e *env[TTx], c domain.Carrier, other
 	}
 	// The waits below are bounds for a loaded machine (on SQLite every
 	// query's ingestion shares the one writer), not speed.
-	waitFor(t, 120*time.Second, "the realtime queries", func() bool {
+	moduletest.WaitFor(t, 120*time.Second, "the realtime queries", func() bool {
 		return s.Stats().PerShare["realtime"] >= realtime
 	})
 	rtTook := time.Since(rtStart)
-	waitFor(t, 180*time.Second, "every gap to close", func() bool {
-		n := count(t, e, "SELECT count(*) FROM tracking_gap WHERE closed_at IS NULL")
+	moduletest.WaitFor(t, 180*time.Second, "every gap to close", func() bool {
+		n := e.Count(t, "SELECT count(*) FROM tracking_gap WHERE closed_at IS NULL")
 		return n == 0
 	})
 	st := s.Stats()
@@ -159,11 +154,11 @@ func testQuotaShares[TTx any](t *testing.T, e *env[TTx], c domain.Carrier, other
 	// On SQLite every query's ingestion waits for the one writer, which
 	// both shares share: there the shares' rates and windows are checked,
 	// their independence on PostgreSQL.
-	if limit := time.Duration(float64(realtime)/cc.Rate(c.RealtimeShare)*float64(time.Second)) + 1500*time.Millisecond; e.db.Dialect() == "postgres" && rtTook > limit &&
+	if limit := time.Duration(float64(realtime)/cc.Rate(c.RealtimeShare)*float64(time.Second)) + 1500*time.Millisecond; e.DB.Dialect() == "postgres" && rtTook > limit &&
 		(!lastRT.Before(bf[len(bf)-1]) || float64(rtTook) > 0.75*float64(bf[len(bf)-1].Sub(rtStart))) {
 		t.Errorf("realtime queries took %s behind the backfill backlog (drained %s after they were queued)", rtTook, bf[len(bf)-1].Sub(rtStart))
 	}
-	waitFor(t, 60*time.Second, "the realtime queries to verify their waybills", func() bool {
+	moduletest.WaitFor(t, 60*time.Second, "the realtime queries to verify their waybills", func() bool {
 		for _, wb := range rt {
 			if w, err := m.store.GetWaybill(ctx, nil, c.Code, wb); err != nil || w.VerifiedAt == nil {
 				return false

@@ -9,6 +9,7 @@ import (
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/modules/tracking/ingest"
 	"github.com/keelwork/keel/modules/tracking/sim"
@@ -30,37 +31,19 @@ func testReconCarrierEvidence[TTx any](t *testing.T, e *env[TTx]) {
 	ctx := context.Background()
 	c := domain.DemoCarriers()[0] // cnhub: sequenced, with event ids
 	s := simCarrier(t, &c)
-	rc, err := keelrecon.New(e.db, nil)
+	rc, err := keelrecon.New(e.DB, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(&module.Host[TTx]{DB: e.db, Logger: quiet(), Recon: rc}, WithCarriers(c))
+	m, err := New(&module.Host[TTx]{DB: e.DB, Logger: moduletest.Quiet(), Recon: rc}, WithCarriers(c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &keel.Config{ID: "recon", Logger: quiet(), FetchPollInterval: 50 * time.Millisecond, PromoteInterval: 50 * time.Millisecond}
+	cfg := &keel.Config{ID: "recon", Logger: moduletest.Quiet(), FetchPollInterval: 50 * time.Millisecond, PromoteInterval: 50 * time.Millisecond}
 	if err := m.Configure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	client, err := keel.NewClient(e.driver, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.Start(ctx, client); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ctx, client); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = m.Stop(sctx)
-		_ = client.StopAndCancel(sctx)
-	})
+	client := e.Run(t, cfg, rc, m)
 	push := func(evs ...sim.Event) {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"events": evs})
@@ -90,11 +73,11 @@ func testReconCarrierEvidence[TTx any](t *testing.T, e *env[TTx]) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 60*time.Second, "the realtime answers", func() bool { return verified("RCC00001") && verified("RCB00001") })
+	moduletest.WaitFor(t, 60*time.Second, "the realtime answers", func() bool { return verified("RCC00001") && verified("RCB00001") })
 	// An aggregate its evidence does not give (moved back by hand).
 	tampered := simJourney(&c, "RCD00001", 3)
 	push(tampered...)
-	if _, err := e.db.Exec(ctx, "UPDATE tracking_waybill SET milestone = 'picked_up', seq = 1, event_key = 'id:cnhub-RCD00001-1' WHERE waybill = 'RCD00001'"); err != nil {
+	if _, err := e.DB.Exec(ctx, "UPDATE tracking_waybill SET milestone = 'picked_up', seq = 1, event_key = 'id:cnhub-RCD00001-1' WHERE waybill = 'RCD00001'"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -129,7 +112,7 @@ func testReconCarrierEvidence[TTx any](t *testing.T, e *env[TTx]) {
 		}
 	}
 	// The heal asked the carrier on the backfill share, not realtime's.
-	waitFor(t, 60*time.Second, "the verifying query", func() bool { return verified("RCA00001") })
+	moduletest.WaitFor(t, 60*time.Second, "the verifying query", func() bool { return verified("RCA00001") })
 	if st := s.Stats(); st.PerShare["backfill"] != 1 || st.PerShare["realtime"] != 2 {
 		t.Fatalf("queries per share at the carrier: %+v", st.PerShare)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/keelwork/keel"
-	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/tracking/domain"
 	"github.com/keelwork/keel/modules/tracking/ingest"
 	"github.com/keelwork/keel/modules/tracking/sim"
@@ -22,37 +22,20 @@ type instance[TTx any] struct {
 	client *keel.Client[TTx]
 }
 
-// startInstance starts the module with a working engine client on d.
-func startInstance[TTx any](t *testing.T, e *env[TTx], d keeldriver.Driver[TTx], id string, cs []domain.Carrier) *instance[TTx] {
+// startInstance starts the module with a working engine client on e.
+func startInstance[TTx any](t *testing.T, e *env[TTx], id string, cs []domain.Carrier) *instance[TTx] {
 	t.Helper()
-	m, err := New(&module.Host[TTx]{DB: e.db, Logger: quiet(), Settings: map[string]string{"tracking.backfill_recheck": "1s"}},
+	m, err := New(&module.Host[TTx]{DB: e.DB, Logger: moduletest.Quiet(), Settings: map[string]string{"tracking.backfill_recheck": "1s"}},
 		WithCarriers(cs...))
 	if err != nil {
 		t.Fatalf("new module: %v", err)
 	}
-	cfg := &keel.Config{ID: id, Logger: quiet(), FetchPollInterval: 50 * time.Millisecond, PromoteInterval: 50 * time.Millisecond,
+	cfg := &keel.Config{ID: id, Logger: moduletest.Quiet(), FetchPollInterval: 50 * time.Millisecond, PromoteInterval: 50 * time.Millisecond,
 		RetryPolicy: &keel.JitterRetryPolicy{Base: 100 * time.Millisecond, Cap: 300 * time.Millisecond}}
 	if err := m.Configure(cfg); err != nil {
 		t.Fatalf("configure: %v", err)
 	}
-	client, err := keel.NewClient(d, cfg)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	ctx := context.Background()
-	if err := client.Start(ctx); err != nil {
-		t.Fatalf("client start: %v", err)
-	}
-	if err := m.Start(ctx, client); err != nil {
-		t.Fatalf("module start: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = m.Stop(sctx)
-		_ = client.StopAndCancel(sctx)
-	})
-	return &instance[TTx]{m: m, client: client}
+	return &instance[TTx]{m: m, client: e.Run(t, cfg, m)}
 }
 
 // simCarrier starts a simulator for c and points c's pull API at it.
@@ -86,18 +69,6 @@ func gapParcels[TTx any](t *testing.T, m *Module[TTx], s *sim.Carrier, prefix st
 		t.Fatal(err)
 	}
 	return waybills
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 type keelInsert = keel.InsertParams

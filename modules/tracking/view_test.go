@@ -38,7 +38,7 @@ func testCustomerViewAndRecon[TTx any](t *testing.T, e *env[TTx]) {
 	if f := v.Flags("zh"); len(f) != 2 || f[0] != "同步中" || f[1] != "数据待补全" {
 		t.Fatalf("flags: %v", f)
 	}
-	run, err := rc.Run(ctx, ReconName, e.clock.Now().Add(1))
+	run, err := rc.Run(ctx, ReconName, e.Clock.Now().Add(1))
 	if err != nil || run.State != "succeeded" && run.Error != "" {
 		t.Fatalf("recon run: %+v %v", run, err)
 	}
@@ -46,16 +46,16 @@ func testCustomerViewAndRecon[TTx any](t *testing.T, e *env[TTx]) {
 	if err != nil || len(ds) != 1 || ds[0].Class != keelrecon.MissingOurs || ds[0].Key != "cnhub/WB9001" || ds[0].State != keelrecon.StateAutoHealed {
 		t.Fatalf("discrepancies: %+v %v", ds, err)
 	}
-	if n := count(t, e, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.backfill'"); n != 2 {
+	if n := e.Count(t, "SELECT count(*) FROM keel_job WHERE kind = 'tracking.backfill'"); n != 2 {
 		t.Fatalf("backfills after the heal: %d, want the gap's own and the heal's", n)
 	}
-	e.clock.Add(1e9)
+	e.Clock.Add(1e9)
 	ingestOne(t, m, "cnhub", `{"events":[`+cnEvent(2, "EXPORT")+`]}`)
 	v, _ = m.CustomerView(ctx, "cnhub", "WB9001")
 	if v.Milestone != domain.Arrived || v.Syncing || v.Incomplete {
 		t.Fatalf("view after the gap closed: %+v", v)
 	}
-	if _, err := rc.Run(ctx, ReconName, e.clock.Now().Add(1)); err != nil {
+	if _, err := rc.Run(ctx, ReconName, e.Clock.Now().Add(1)); err != nil {
 		t.Fatal(err)
 	}
 	ds, _ = rc.ListDiscrepancies(ctx, keelrecon.DiscrepancyFilter{Reconciler: ReconName})

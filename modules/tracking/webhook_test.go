@@ -30,7 +30,7 @@ func testWebhookBadInput[TTx any](t *testing.T, e *env[TTx]) {
 	cnhub, _ := m.carrier("cnhub")
 	epacket, _ := m.carrier("epacket")
 	good := []byte(`{"events":[{"event_id":"e1","waybill":"WB9001","seq":1,"code":"COLLECT","occurred_at":"2026-12-01T10:00:00+08:00","location":"深圳"}]}`)
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	post := func(path string, body []byte, h map[string]string) int {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
 		for k, v := range h {
@@ -75,11 +75,11 @@ func testWebhookBadInput[TTx any](t *testing.T, e *env[TTx]) {
 		}
 	}
 	for _, table := range []string{"tracking_raw_event", "tracking_waybill", "tracking_gap", "tracking_collision", "keel_events_outbox"} {
-		if n := count(t, e, "SELECT count(*) FROM "+table); n != 0 {
+		if n := e.Count(t, "SELECT count(*) FROM "+table); n != 0 {
 			t.Errorf("%s holds %d rows after refused pushes", table, n)
 		}
 	}
-	if n := count(t, e, "SELECT coalesce(sum(count), 0) FROM tracking_security"); n != int64(len(cases)) {
+	if n := e.Count(t, "SELECT coalesce(sum(count), 0) FROM tracking_security"); n != int64(len(cases)) {
 		t.Errorf("security counter %d, want %d", n, len(cases))
 	}
 	rows, _ := m.store.SecurityCounts(ctx)
@@ -102,7 +102,7 @@ func testWebhookBadInput[TTx any](t *testing.T, e *env[TTx]) {
 	if got := post("/hooks/tracking/cnhub", good, signed("new-cnhub-secret-2027", now, good)); got != 200 {
 		t.Fatalf("push with the new secret: %d", got)
 	}
-	if n := count(t, e, "SELECT count(*) FROM tracking_raw_event"); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM tracking_raw_event"); n != 1 {
 		t.Fatalf("raw events %d, want 1 (the second push is a duplicate)", n)
 	}
 	_ = sim.Event{}
