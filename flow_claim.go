@@ -17,6 +17,9 @@ type claimResult struct {
 	rows   []*keeltype.JobRow
 	more   bool
 	nextIn time.Duration
+	// failed says the claim did not run to its end (an error): nothing
+	// else in the result is known.
+	failed bool
 	// keys were listed; truncated says the listing hit its limit, so keys
 	// beyond them may have backlog too.
 	keys      []string

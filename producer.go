@@ -87,6 +87,13 @@ type producer struct {
 	cursor string
 	// sweepFrom is the first key of a sweep that has claimed nothing yet.
 	sweepFrom string
+	// errRetry is how soon to fetch again after a claim that failed (a
+	// statement timed out on a loaded database, a connection dropped): the
+	// failure says nothing about the backlog, and nothing else may wake
+	// the loop before the poll interval, which can be long. It doubles
+	// from slotRetryMin up to the poll interval while claims keep failing,
+	// so a database that is down is not hammered, and resets on success.
+	errRetry time.Duration
 }
 
 // clientCore is the part of Client a producer needs; it hides TTx.
@@ -193,7 +200,10 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 	p.mu.Unlock()
 	for {
 		p.mu.Lock()
-		backlog := p.backlog
+		// After a failed claim the backlog waits for errRetry (the poll
+		// timer), not for room: fetching again at once would spin on a
+		// database that keeps refusing.
+		backlog := p.backlog && p.errRetry == 0
 		p.mu.Unlock()
 		if backlog && primary {
 			if want, ok := p.reserve(threshold); ok {
@@ -273,6 +283,22 @@ func (p *producer) settle(want int, res *claimResult) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reserved -= want
+	if res.failed {
+		// What the last good fetch learned (backlog, cursor, a wait for a
+		// slot) still holds; only when to look again changes.
+		if p.errRetry == 0 {
+			p.errRetry = slotRetryMin
+		} else {
+			p.errRetry = min(2*p.errRetry, max(slotRetryMin, p.client.cfg().FetchPollInterval))
+		}
+		res.nextIn = p.errRetry
+		if p.deferredWake {
+			p.deferredWake = false
+			signal(p.wakeCh)
+		}
+		return false
+	}
+	p.errRetry = 0
 	if res.cursor != "" {
 		p.cursor = res.cursor
 	}
@@ -373,7 +399,7 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 		if ctx.Err() == nil {
 			p.client.cfg().Logger.Error("claiming jobs", "queue", p.queue, "error", err)
 		}
-		return &claimResult{}
+		return &claimResult{failed: true}
 	}
 	m.Claimed.WithLabelValues(p.queue).Add(float64(len(res.rows)))
 	if p.stopped() {
