@@ -315,7 +315,13 @@ func (p *producer) settle(want int, res *claimResult) bool {
 	default:
 		p.slotRetry = min(2*p.slotRetry, slotRetryMax)
 	}
-	p.backlog = len(res.rows) == want || res.more || (res.slotBound && len(res.rows) > 0) || p.sweeping(res)
+	// sweeping is asked first, not last in the ||: it also ends a sweep
+	// when the fetch claimed something, and left behind a claim that
+	// filled its share (res.more), the sweep's stale start made a later
+	// fruitless listing that held it look like a finished pass, and the
+	// producer waited for the poll with jobs of a key it had not reached.
+	sweep := p.sweeping(res)
+	p.backlog = len(res.rows) == want || res.more || (res.slotBound && len(res.rows) > 0) || sweep
 	if p.deferredWake {
 		p.deferredWake = false
 		signal(p.wakeCh)
@@ -339,6 +345,13 @@ func (p *producer) sweeping(res *claimResult) bool {
 	if len(res.rows) > 0 {
 		p.sweepFrom = ""
 		return true
+	}
+	if len(res.starved) > 0 {
+		// Listed but never tried: no free slot reached them (the fetch
+		// waits for one, wakeOnSlot, and tries them then). A sweep begun
+		// here would end on that very fetch, whose listing starts at the
+		// same key, and the keys after it would wait for the poll.
+		return false
 	}
 	if p.sweepFrom == "" {
 		p.sweepFrom = res.keys[0]
