@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/keelwork/keel"
@@ -118,12 +119,9 @@ func (m *Module[TTx]) Pay(ctx context.Context, id, version int64) (*Reservation,
 	}
 	now, actor := m.now(), keel.ActorFrom(ctx)
 	err = m.st.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		r, err := m.lock(ctx, tx, id, version)
+		r, err := m.lock(ctx, tx, id, version, "pending_payment", StatePendingPayment)
 		if err != nil {
 			return err
-		}
-		if r.State != StatePendingPayment {
-			return stateError(id, r.State, r.Version, "pending_payment")
 		}
 		if r.HoldExpiresAt != nil && !r.HoldExpiresAt.After(now) {
 			return errHoldLapsed
@@ -173,15 +171,20 @@ func (m *Module[TTx]) schedule(ctx context.Context, client *keel.Client[TTx], tx
 			"release_at": due.Format(time.RFC3339), "starts_at": r.StartsAt.UTC().Format(time.RFC3339)}}})
 }
 
-// lock reads a reservation holding its row for the rest of tx; a non-zero
-// version must match.
-func (m *Module[TTx]) lock(ctx context.Context, tx keelsql.Tx[TTx], id, version int64) (*Reservation, error) {
+// lock reads a reservation holding its row for the rest of tx, the first
+// step of every transition: a non-zero version must match, and the state
+// must be one of states (want names them in the refusal), checked on the
+// held row so no other transition can move it in between.
+func (m *Module[TTx]) lock(ctx context.Context, tx keelsql.Tx[TTx], id, version int64, want string, states ...State) (*Reservation, error) {
 	r, err := m.st.lockReservation(ctx, tx, id)
 	if err != nil {
 		return nil, err
 	}
 	if version != 0 && r.Version != version {
 		return nil, versionError(id, r.Version, version)
+	}
+	if !slices.Contains(states, r.State) {
+		return nil, stateError(id, r.State, r.Version, want)
 	}
 	return r, nil
 }

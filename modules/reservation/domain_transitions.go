@@ -18,12 +18,9 @@ import (
 func (m *Module[TTx]) CheckIn(ctx context.Context, id, version int64, reason string) (*Reservation, error) {
 	now, actor := m.now(), keel.ActorFrom(ctx)
 	err := m.st.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		r, err := m.lock(ctx, tx, id, version)
+		r, err := m.lock(ctx, tx, id, version, "paid or restored", StatePaid, StateRestored)
 		if err != nil {
 			return err
-		}
-		if r.State != StatePaid && r.State != StateRestored {
-			return stateError(id, r.State, r.Version, "paid or restored")
 		}
 		v, err := m.st.markCheckedIn(ctx, tx, id, r.Version, now)
 		if err != nil {
@@ -42,12 +39,9 @@ func (m *Module[TTx]) CheckIn(ctx context.Context, id, version int64, reason str
 func (m *Module[TTx]) Cancel(ctx context.Context, id, version int64, reason string) (*Reservation, error) {
 	now, actor := m.now(), keel.ActorFrom(ctx)
 	err := m.st.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		r, err := m.lock(ctx, tx, id, version)
+		r, err := m.lock(ctx, tx, id, version, "paid or pending_payment", StatePaid, StatePendingPayment)
 		if err != nil {
 			return err
-		}
-		if r.State != StatePaid && r.State != StatePendingPayment {
-			return stateError(id, r.State, r.Version, "paid or pending_payment")
 		}
 		v, err := m.st.markCancelled(ctx, tx, id, r.Version, now)
 		if err != nil {
@@ -94,12 +88,9 @@ func (m *Module[TTx]) Restore(ctx context.Context, id, version int64, reason str
 	}
 	now, actor := m.now(), keel.ActorFrom(ctx)
 	err = m.st.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		r, err := m.lock(ctx, tx, id, version)
+		r, err := m.lock(ctx, tx, id, version, "released", StateReleased)
 		if err != nil {
 			return err
-		}
-		if r.State != StateReleased {
-			return stateError(id, r.State, r.Version, "released")
 		}
 		if r.AppealUntil == nil || r.AppealUntil.Before(now) {
 			return errAppealClosed
@@ -145,12 +136,9 @@ func (m *Module[TTx]) Move(ctx context.Context, id, version, slot int64, reason 
 	}
 	now, actor := m.now(), keel.ActorFrom(ctx)
 	err = m.st.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		r, err := m.lock(ctx, tx, id, version)
+		r, err := m.lock(ctx, tx, id, version, "paid", StatePaid)
 		if err != nil {
 			return err
-		}
-		if r.State != StatePaid {
-			return stateError(id, r.State, r.Version, "paid")
 		}
 		if r.SlotID == slot {
 			return module.Invalid("slot_id: the reservation is already in slot %d", slot)
