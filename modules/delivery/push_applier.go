@@ -87,32 +87,18 @@ func (p *applier[TTx]) run(ctx context.Context) {
 	for {
 		select {
 		case first := <-p.in:
-			p.apply(ctx, p.gather(first))
+			p.apply(ctx, gather(p.in, first, maxApplyBatch))
 		case <-p.quit:
 			for {
 				select {
 				case first := <-p.in:
-					p.apply(ctx, p.gather(first))
+					p.apply(ctx, gather(p.in, first, maxApplyBatch))
 				default:
 					return
 				}
 			}
 		}
 	}
-}
-
-// gather takes what else is queued, up to maxApplyBatch.
-func (p *applier[TTx]) gather(first queued) []queued {
-	batch := []queued{first}
-	for len(batch) < maxApplyBatch {
-		select {
-		case q := <-p.in:
-			batch = append(batch, q)
-		default:
-			return batch
-		}
-	}
-	return batch
 }
 
 func (p *applier[TTx]) apply(ctx context.Context, batch []queued) {
@@ -247,4 +233,20 @@ func (p *applier[TTx]) wake(ctx context.Context, ids []int64, try int) {
 	if len(left) > 0 {
 		time.AfterFunc(p.wakeRetry[try], func() { p.wake(ctx, left, try+1) })
 	}
+}
+
+// gather takes first and whatever else is already queued on in, up to max:
+// a batch is what arrived while the last one was being written, so no
+// request waits for a batch to fill.
+func gather[T any](in <-chan T, first T, max int) []T {
+	batch := []T{first}
+	for len(batch) < max {
+		select {
+		case q := <-in:
+			batch = append(batch, q)
+		default:
+			return batch
+		}
+	}
+	return batch
 }

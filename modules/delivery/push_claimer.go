@@ -52,7 +52,7 @@ func (p *claimer[TTx]) start(ctx context.Context) {
 			for {
 				select {
 				case first := <-p.in:
-					p.run(ctx, p.gather(first))
+					p.run(ctx, gather(p.in, first, maxApplyBatch))
 				case <-p.quit:
 					p.drain(ctx)
 					return
@@ -72,7 +72,7 @@ func (p *claimer[TTx]) drain(ctx context.Context) {
 	for {
 		select {
 		case first := <-p.in:
-			p.run(ctx, p.gather(first))
+			p.run(ctx, gather(p.in, first, maxApplyBatch))
 		default:
 			return
 		}
@@ -109,19 +109,6 @@ func (p *claimer[TTx]) claim(ctx context.Context, c *claim) (*Record, error) {
 			return nil, fmt.Errorf("delivery: %w", keel.ErrStopping)
 		}
 	}
-}
-
-func (p *claimer[TTx]) gather(first claimReq) []claimReq {
-	batch := []claimReq{first}
-	for len(batch) < maxApplyBatch {
-		select {
-		case q := <-p.in:
-			batch = append(batch, q)
-		default:
-			return batch
-		}
-	}
-	return batch
 }
 
 func (p *claimer[TTx]) run(ctx context.Context, batch []claimReq) {
