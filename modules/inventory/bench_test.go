@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelwork/keel/keelevents"
+	"github.com/keelwork/keel/keelevents/jetstream"
+	"github.com/keelwork/keel/keelevents/jetstream/jstest"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/inventory/domain"
@@ -107,6 +109,9 @@ func runReservations[TTx any](b *testing.B, m *Module[TTx], sku func(int) string
 // watermark, and how far the low-value consumers (search projection,
 // statistics) had come when fulfilment finished.
 //
+// The bus is JetStream (KEEL_TEST_NATS_URL), the one a deployment carries
+// a backlog on; KEEL_INVENTORY_BUS=db runs it on the in-database bus.
+//
 //	go test -run '^$' -bench BenchmarkInventoryFulfilmentBacklog -benchtime 1x -timeout 2h ./modules/inventory/
 func BenchmarkInventoryFulfilmentBacklog(b *testing.B) {
 	total := 240_000
@@ -118,6 +123,16 @@ func BenchmarkInventoryFulfilmentBacklog(b *testing.B) {
 	const base = int64(1_000_000_000_000) // synthetic ids, clear of the live reservations'
 	for range b.N {
 		e := newTenv(moduletest.Postgres(b, testLines))
+		if os.Getenv("KEEL_INVENTORY_BUS") != "db" {
+			ns := fmt.Sprintf("invb%d", time.Now().UnixNano()%1_000_000_000)
+			bus, err := jetstream.New(context.Background(), jetstream.Config{URL: jstest.ServerURL(b), Partitions: 8, Namespace: ns,
+				MaxAge: time.Hour, InactiveThreshold: 5 * time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = bus.Close() })
+			e.bus = bus
+		}
 		m := e.build(b, map[string]string{"inventory.latency_budget": budget, "inventory.pool_wait_budget": "200ms",
 			"inventory.coalesce": "true"})
 		seed(b, m, "WH1", "R1", 0)

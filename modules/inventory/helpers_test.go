@@ -22,6 +22,7 @@ var testLines = moduletest.Lines(moduletest.EventsLines, keelrecon.Lines, Lines)
 type tenv[TTx any] struct {
 	*moduletest.Env[TTx]
 	ev     *keelevents.Events[TTx]
+	bus    keelevents.Bus // if set, build's backbone runs on it, not on the in-database bus
 	m      *Module[TTx]
 	recon  *keelrecon.Recon[TTx]
 	client *keel.Client[TTx]
@@ -38,8 +39,16 @@ func each(t *testing.T, pg func(t *testing.T, e *tenv[pgx.Tx]), lite func(t *tes
 // build makes the events backbone and the module (not started).
 func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Option) *Module[TTx] {
 	t.Helper()
-	e.ev = e.Events(t, &keelevents.Config{Partitions: 8, LeaseTTL: 10 * time.Second, StatsInterval: time.Hour})
+	cfg := &keelevents.Config{Partitions: 8, LeaseTTL: 10 * time.Second, StatsInterval: time.Hour}
 	var err error
+	if e.bus != nil {
+		cfg.Logger = moduletest.Quiet()
+		if e.ev, err = keelevents.New(e.DB, e.bus, cfg); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		e.ev = e.Events(t, cfg)
+	}
 	e.recon, err = keelrecon.New(e.DB, nil)
 	if err != nil {
 		t.Fatal(err)
