@@ -271,7 +271,13 @@ func BenchmarkLedgerConsumer(b *testing.B) {
 		// The bus a deployment carries a backlog on; the in-database bus
 		// orders by partition with one delivery in flight per partition.
 		ns := fmt.Sprintf("ledg%d", time.Now().UnixNano()%1_000_000_000)
-		bus, err = jetstream.New(ctx, jetstream.Config{URL: jstest.ServerURL(b), Partitions: parts, Namespace: ns,
+		url := jstest.ServerURL(b)
+		if os.Getenv("KEEL_PAY_BENCH_NATS") == "embedded" {
+			// In the benchmark's process, so that a CPU profile shows the
+			// server's share of the work beside the client's.
+			url = jstest.Embedded(b)
+		}
+		bus, err = jetstream.New(ctx, jetstream.Config{URL: url, Partitions: parts, Namespace: ns,
 			MaxAge: time.Hour, InactiveThreshold: 5 * time.Minute})
 	}
 	if err != nil {
