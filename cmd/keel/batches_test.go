@@ -27,6 +27,7 @@ import (
 // audited as the CLI user) and the exit statuses of `batches watch`
 // (Ctrl-C 130 without touching the batch, terminated 4).
 func TestBatchesOnPostgres(t *testing.T) {
+	t.Parallel()
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: migration.Lines})
 	client, err := keel.NewClient(d, &keel.Config{Logger: slog.New(slog.DiscardHandler), BatchSigningKey: []byte("e2e batch key")})
 	if err != nil {

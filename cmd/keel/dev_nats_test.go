@@ -101,6 +101,7 @@ func awaitStreamMsgs(t *testing.T, url, stream string, n uint64) {
 // TestServeCarriesEventsOnJetStream: `keel serve` with KEEL_NATS_URL
 // relays what the outbox holds to that server's JetStream.
 func TestServeCarriesEventsOnJetStream(t *testing.T) {
+	t.Parallel()
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: migration.Lines})
 	natsURL := jstest.Embedded(t)
 	env := []string{"KEEL_DATABASE_URL=" + testdb.PostgresSchemaURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_LOG_LEVEL=info",

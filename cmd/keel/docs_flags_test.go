@@ -16,6 +16,7 @@ var docFlag = regexp.MustCompile(`(^|\s|\[)--([a-z][a-z0-9-]*)`)
 // README and docs/operations.md names a real command, and every --flag on
 // it is one that command takes.
 func TestDocumentedFlagsAreTheRealOnes(t *testing.T) {
+	t.Parallel()
 	checked := 0
 	for _, file := range []string{"../../README.md", "../../docs/operations.md"} {
 		raw, err := os.ReadFile(file)

@@ -157,6 +157,7 @@ var (
 // (at most 60 s) until the API shows completed demo jobs; a rerun on the
 // same folder resumes and does not print a new token.
 func TestDevShowsMovingWork(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	devArgs := []string{"dev", "--data", dir, "--addr", "127.0.0.1:0", "--module-settings", "delivery.cmpp_addr=127.0.0.1:0"}
 	p := start(t, nil, devArgs...)
@@ -233,6 +234,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 // TestServesSharePause: two `keel serve` processes on one PostgreSQL;
 // pausing a queue through one's API stops claims on both.
 func TestServesSharePause(t *testing.T) {
+	t.Parallel()
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: migration.Lines})
 	dbURL := testdb.PostgresSchemaURL(t, schema)
 	ctx := context.Background()

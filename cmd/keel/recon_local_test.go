@@ -36,6 +36,7 @@ func localLines(dialect string) []keelmigrate.Line {
 // approval is refused, and what needs a server's running code (replaying
 // into a consumer, running a reconciler) says so and changes nothing.
 func TestEventsReconApprovalsLocal(t *testing.T) {
+	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
 		d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: localLines})
 		env := []string{"KEEL_DATABASE_URL=" + testdb.PostgresSchemaURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_SERVER="}

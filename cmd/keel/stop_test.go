@@ -19,6 +19,7 @@ import (
 // process exits 0 within the documented 15 s, says it stopped, and neither
 // exits with nor logs as an error what the stop's cancellation made fail.
 func TestDevStopDuringStartup(t *testing.T) {
+	t.Parallel()
 	for _, at := range []struct {
 		name string
 		line *regexp.Regexp
@@ -86,6 +87,7 @@ func (p *proc) drain() string {
 // CI) prints one line per migration, not a bar redrawn with carriage
 // returns that a log shows as one line of every step.
 func TestMigrateProgressInALog(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "keel.db")
 	cmd := exec.Command(binary, "migrate", "up", "--database-url", "sqlite:"+path)
 	cmd.Env = append(os.Environ(), "KEEL_SERVER=")

@@ -14,6 +14,7 @@ import (
 // `keel serve` (with its demo data): every mutating route, called
 // successfully, leaves exactly one audit entry by the caller.
 func TestEveryModuleMutationIsAudited(t *testing.T) {
+	t.Parallel()
 	srv, token, db := startServeWith(t, map[string]string{"demo": "true"})
 	h := srv.API()
 	audits := func() int {

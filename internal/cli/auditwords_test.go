@@ -22,6 +22,7 @@ import (
 // it — and checks that each has words in Chinese and in English, so that
 // the console's audit log never shows an action's raw name.
 func TestEveryAuditActionHasWords(t *testing.T) {
+	t.Parallel()
 	actions := auditActions(t, filepath.Join("..", ".."))
 	if len(actions) < 40 {
 		t.Fatalf("found only %d audit actions in the source; the walk misses some: %v", len(actions), actions)

@@ -186,6 +186,7 @@ func moduleBodies(reason string) map[string]map[string]any {
 // pattern it names is a route of `keel serve`, so a renamed route cannot
 // silently fall back to the walk's generic body.
 func TestModuleGoodBodiesNameRealRoutes(t *testing.T) {
+	t.Parallel()
 	srv, _, _ := startServe(t)
 	routes := map[string]bool{}
 	_ = chi.Walk(srv.API().Router(), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -221,6 +222,7 @@ var bodyless = map[string]bool{
 // slot, a reservation), sending the catalogue of bad input: each answer is
 // a 4xx problem and no table changed.
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	srv, token, db := startServe(t)
 	h := srv.API()
 	ent := idOf(t)(apiCall(t, h, token, "POST", "/admin/operations/delivery-enterprises", map[string]any{"name": "Acme"}))

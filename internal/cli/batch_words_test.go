@@ -12,6 +12,7 @@ import (
 // TestBatchWordsCoverEveryValue keeps the wording and the detail's order
 // in step with keeltype: a new state or outcome must get words.
 func TestBatchWordsCoverEveryValue(t *testing.T) {
+	t.Parallel()
 	for _, s := range batchStates {
 		if !api.ValidBatchState(s) || batchStateWords[s] == "" {
 			t.Errorf("state %q: valid %v, words %q", s, api.ValidBatchState(s), batchStateWords[s])
@@ -34,6 +35,7 @@ func TestBatchWordsCoverEveryValue(t *testing.T) {
 }
 
 func TestBar(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		done, total int64
 		want        string
@@ -48,6 +50,7 @@ func TestBar(t *testing.T) {
 
 // TestStatusLineBlanksLeftovers: a shorter redraw covers the longer one.
 func TestStatusLineBlanksLeftovers(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	l := &statusLine{w: &buf}
 	l.end()
@@ -62,6 +65,7 @@ func TestStatusLineBlanksLeftovers(t *testing.T) {
 }
 
 func TestItemWhy(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		outcome keeltype.BatchOutcome
 		why     string
@@ -79,6 +83,7 @@ func TestItemWhy(t *testing.T) {
 }
 
 func TestBatchStateText(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		b    api.Batch
 		want string

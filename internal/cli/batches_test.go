@@ -118,6 +118,7 @@ func resumeKey(id, key, reason string) func(ctx context.Context, c *cli.APIClien
 
 // TestBatchesList pages and filters the batch list, as a table and as JSON.
 func TestBatchesList(t *testing.T) {
+	t.Parallel()
 	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
 		b := newBatchCLI(t, e)
 		ctx := context.Background()
@@ -160,6 +161,7 @@ func TestBatchesList(t *testing.T) {
 
 // TestBatchGetAndItems shows a batch with its counters and pages its items.
 func TestBatchGetAndItems(t *testing.T) {
+	t.Parallel()
 	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
 		b := newBatchCLI(t, e)
 		id, err := e.CreateBatch(context.Background(), "token:setup", "incident 42 resend", 7)
@@ -215,6 +217,7 @@ func TestBatchGetAndItems(t *testing.T) {
 // TestBatchControl pauses, resumes a key, resumes and terminates a batch,
 // and refuses actions without a proper reason or on an unknown batch.
 func TestBatchControl(t *testing.T) {
+	t.Parallel()
 	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
 		b := newBatchCLI(t, e)
 		ctx := context.Background()
@@ -279,6 +282,7 @@ func TestBatchControl(t *testing.T) {
 // partially completed (3), completed (0), terminated while watched (4),
 // and Ctrl-C, which stops the watching and leaves the batch alone (130).
 func TestBatchWatch(t *testing.T) {
+	t.Parallel()
 	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
 		b := newBatchCLI(t, e)
 		ctx := context.Background()

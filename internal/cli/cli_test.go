@@ -17,6 +17,7 @@ import (
 )
 
 func TestResolveServePrecedence(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "keel.json")
 	if err := os.WriteFile(file, []byte(`{"addr": ":9000", "queues": "a=3", "shutdown-timeout": "5s", "demo": true}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -46,6 +47,7 @@ func TestResolveServePrecedence(t *testing.T) {
 // tokens, a bulk retry with its progress bar, and the audit trail naming
 // the CLI user.
 func TestLocalAdminVerbs(t *testing.T) {
+	t.Parallel()
 	d, path := testdb.OpenSQLite(t, &testdb.Options{Lines: migration.Lines})
 	ctx := context.Background()
 	var ids []int64
@@ -108,6 +110,7 @@ func TestLocalAdminVerbs(t *testing.T) {
 // TestOperationsDocListsEverySetting keeps docs/operations.md in step with
 // ServeSettings.
 func TestOperationsDocListsEverySetting(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -134,6 +134,7 @@ func waitValue(t *testing.T, db *sql.DB, what, query string, n int) []string {
 // and the zone, and the overview shows each home as a card. No page logs a
 // console error or throws.
 func TestConsoleSystemsInBrowser(t *testing.T) {
+	t.Parallel()
 	srv, token, db := startServeWith(t, map[string]string{"demo": "true", "sample-interval": "1s"})
 	base := srv.URL()
 	// One id of the engine and of each module, from the demo's data (before
@@ -459,6 +460,7 @@ func checkDateField(t *testing.T, br *browsertest.Browser, pageURL, lang, other 
 // with invalid_argument (problem+json). (That a viewer may search is the
 // authorization walk's.)
 func TestSearchAPI(t *testing.T) {
+	t.Parallel()
 	srv, token, db := startServe(t)
 	h := srv.API()
 	id := waitValue(t, db, "a job", `SELECT id FROM keel_job ORDER BY id LIMIT 1`, 1)[0]

@@ -43,6 +43,7 @@ func (l *lockedBuffer) String() string {
 // answers, and a stop says what it waits for and ends without an error.
 // Nothing on the way is logged at WARN or ERROR.
 func TestDevStartsAndStopsClean(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())

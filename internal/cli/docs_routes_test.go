@@ -78,6 +78,7 @@ func documentedRoutes(t *testing.T, file, base string) map[string]bool {
 // docs/operations.md, docs/delivery.md and docs/reservation.md name
 // exactly the routes `keel serve` with every module serves.
 func TestDocumentedRoutesAreTheRealOnes(t *testing.T) {
+	t.Parallel()
 	srv, _, _ := startServe(t)
 	real := map[string]bool{}
 	_ = chi.Walk(srv.API().Router(), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

@@ -12,6 +12,7 @@ import (
 // setting (default seven days), and a horizon under an hour is refused
 // with a sentence before anything starts.
 func TestEventsRetentionSetting(t *testing.T) {
+	t.Parallel()
 	env := func(string) string { return "" }
 	o, err := cli.ResolveServe("", env, nil)
 	if err != nil || o.EventsRetention != 7*24*time.Hour {

@@ -245,6 +245,7 @@ func rows(out string) int { return strings.Count(strings.TrimSpace(out), "\n") }
 // TestReservationVerbs runs every `keel reservations` verb against a real
 // server with the reservation module on PostgreSQL.
 func TestReservationVerbs(t *testing.T) {
+	t.Parallel()
 	s := startReservationServer(t)
 	f := s.fixture(t)
 	op := s.cli(t, auth.RoleOperator)

@@ -15,6 +15,7 @@ import (
 // pause reason or an error holds line breaks, and `batches get` prints no
 // "" for a name.
 func TestCLIRoughEdges(t *testing.T) {
+	t.Parallel()
 	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
 		ctx := keel.WithActor(context.Background(), "test:cli")
 		b := newBatchCLI(t, e)
@@ -53,6 +54,7 @@ func TestCLIRoughEdges(t *testing.T) {
 // --finished; a running batch's keys and other keys starting with "batch:"
 // stay listed.
 func TestKeysListHidesFinishedBatches(t *testing.T) {
+	t.Parallel()
 	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
 		ctx := keel.WithActor(context.Background(), "test:cli")
 		b := newBatchCLI(t, e)

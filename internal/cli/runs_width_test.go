@@ -25,6 +25,7 @@ const overflowJS = `JSON.stringify([
 // no table cell overflows and no table is wider than its box, so the last
 // column is not clipped.
 func TestReleaseRunsPageFits(t *testing.T) {
+	t.Parallel()
 	srv, token, db := startServeWith(t, map[string]string{"demo": "true"})
 	waitValue(t, db, "a release run", `SELECT id FROM rsv_run ORDER BY id LIMIT 1`, 1)
 	base := srv.URL()

@@ -26,6 +26,7 @@ import (
 // placeholder input, every navigation page renders for a viewer, and the
 // server shuts down cleanly.
 func TestServeWithModules(t *testing.T) {
+	t.Parallel()
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
 	flags := map[string]string{"database-url": testdb.PostgresSchemaURL(t, schema), "schema": schema,
 		"addr": "127.0.0.1:0", "cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s",

@@ -16,6 +16,7 @@ import (
 )
 
 func TestNATSURLSetting(t *testing.T) {
+	t.Parallel()
 	env := func(k string) string {
 		if k == "KEEL_NATS_URL" {
 			return "nats://10.0.0.1:4222,nats://10.0.0.2:4222"
@@ -45,6 +46,7 @@ func TestNATSURLSetting(t *testing.T) {
 }
 
 func TestEventsBusSelection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := testdb.NewSQLite(t)
 	db := keelsql.SQLite(d.DB())
@@ -77,6 +79,7 @@ func TestEventsBusSelection(t *testing.T) {
 }
 
 func TestDevNATSPortAndStore(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // and malformed carriers, waybills, versions and reasons are refused before
 // anything is sent.
 func TestTrackingVerbs(t *testing.T) {
+	t.Parallel()
 	s := startReservationServer(t)
 	var out, errOut bytes.Buffer
 	o := &cli.AdminOpts{Server: s.url, Token: s.tokens[auth.RoleAdmin], Out: &out, Err: &errOut}

@@ -9,6 +9,7 @@ import (
 // its business id, other subjects as they are; a duration is words in the
 // operator's language, not Go's 6m29s.
 func TestSubjectAndDurationWords(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"000000000123": "123", "000000000000": "0", "tag-s001": "tag-s001", "0x12": "0x12"} {
 		if got := subjectWord(in); got != want {
 			t.Errorf("subjectWord(%q) = %q, want %q", in, got, want)

@@ -20,6 +20,7 @@ import (
 // value (with its fingerprint, explained) waits in a closed "raw value"
 // detail; the batch list names the kind too.
 func TestBatchPageInWords(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	id, err := e.CreateBatch(context.Background(), "token:browser", "browser test incident", 4)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // that says what is wrong in the operator's language, never Go's bare 404,
 // a driver's message or plain text; the raw detail stays under "details".
 func TestConsoleErrorsInWords(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	base := e.Start(t)
 	br := browsertest.New(t, 60*time.Second)

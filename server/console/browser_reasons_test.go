@@ -22,6 +22,7 @@ import (
 // its text) and a batch's last error from an auto-paused key. Each reads
 // in the page's language, and the stored English only in the hover title.
 func TestEngineReasonsInWords(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	ctx := keel.WithActor(context.Background(), "token:browser")
 	id, err := e.CreateBatch(ctx, "token:browser", "reason words batch", 3)

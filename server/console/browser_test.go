@@ -16,6 +16,7 @@ import (
 )
 
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	ctx := context.Background()
 	var ids []int64

@@ -26,6 +26,7 @@ var goDuration = regexp.MustCompile(`\b\d+(h\d+m)?\d*m?\d+(\.\d+)?(s|ms)\b`)
 // durations read as words in the page's language, and the raw value is
 // only in the hover title.
 func TestConsoleShowsWordsNotCodes(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	ctx := keel.WithActor(context.Background(), "token:browser")
 	id, err := e.Insert(ctx, servertest.Args{N: 1}, &keel.InsertOpts{FlowKey: "tenant:7"})

@@ -22,6 +22,7 @@ import (
 // zone, in its label or beside the time, since the console shows Beijing
 // time and the CLI UTC.
 func TestConsoleDetailTimesCarryZone(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	ctx := keel.WithActor(context.Background(), "token:browser")
 	id, err := e.Insert(ctx, servertest.Args{N: 1}, &keel.InsertOpts{FlowKey: "tenant:9"})

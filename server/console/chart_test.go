@@ -13,6 +13,7 @@ import (
 // one hover value per sample (time, zone, value and unit) and the sampling
 // interval in words.
 func TestChartCanBeRead(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
 	times := []time.Time{at, at.Add(10 * time.Second), at.Add(20 * time.Second)}
 	out := string(drawChart(chartSpec{Lang: langZH, Label: "积压", Unit: "单位：条", Times: times,
@@ -59,6 +60,7 @@ type grouped struct{ testWeb }
 // under one entry; modules follow in their declared order, one without a
 // group after them under its name, and one with no pages has no group.
 func TestNavGroups(t *testing.T) {
+	t.Parallel()
 	mods := []module.Web{
 		testWeb{name: "plain", nav: []module.NavItem{{Path: "/plain", ZH: "普通", EN: "Plain"}}},
 		grouped{testWeb{name: "late", nav: []module.NavItem{{Path: "/late"}}, group: &module.Group{ZH: "后", EN: "Late", Order: 50}}},

@@ -15,6 +15,7 @@ import (
 // SameSite=Strict; a state-changing form without the CSRF token is refused
 // and changes nothing.
 func TestLoginCookieAndCSRF(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	base := e.Start(t)
 	jar, _ := cookiejar.New(nil)

@@ -18,6 +18,7 @@ import (
 // for an older row from its English text alone — Chinese first, English on
 // request; an operator's own reason is shown as written.
 func TestAuditReasonsInWords(t *testing.T) {
+	t.Parallel()
 	e := servertest.SQLite(t)
 	base := e.Start(t)
 	ctx := keel.WithActor(t.Context(), "system:recon")
