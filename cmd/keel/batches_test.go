@@ -35,7 +35,7 @@ func TestBatchesOnPostgres(t *testing.T) {
 	}
 	id := createBatch(t, client, 4)
 	sid := strconv.FormatInt(id, 10)
-	env := []string{"KEEL_DATABASE_URL=" + testdb.PostgresSchemaURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_SERVER="}
+	env := []string{"KEEL_DATABASE_URL=" + testdb.ServeURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_SERVER="}
 
 	out := keelOK(t, env, "batches", "list")
 	if !regexp.MustCompile(`(?m)^` + sid + `\s+e2e\.items\s+e2e batch\s+running\s+0/4 \[\.{10}\]\s+\S+ \S+\s+token:e2e$`).MatchString(out) {

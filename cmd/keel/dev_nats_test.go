@@ -104,7 +104,7 @@ func TestServeCarriesEventsOnJetStream(t *testing.T) {
 	t.Parallel()
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: migration.Lines})
 	natsURL := jstest.Embedded(t)
-	env := []string{"KEEL_DATABASE_URL=" + testdb.PostgresSchemaURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_LOG_LEVEL=info",
+	env := []string{"KEEL_DATABASE_URL=" + testdb.ServeURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_LOG_LEVEL=info",
 		"KEEL_ADDR=127.0.0.1:0", "KEEL_MODULES=", "KEEL_NATS_URL=" + natsURL}
 	p := start(t, env, "serve")
 	p.await(t, regexp.MustCompile(`events on NATS JetStream`), 30*time.Second)

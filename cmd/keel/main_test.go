@@ -159,7 +159,7 @@ var (
 func TestDevShowsMovingWork(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	devArgs := []string{"dev", "--data", dir, "--addr", "127.0.0.1:0", "--module-settings", "delivery.cmpp_addr=127.0.0.1:0"}
+	devArgs := []string{"dev", "--data", dir, "--addr", "127.0.0.1:0", "--module-settings", "delivery.cmpp_addr=127.0.0.1:0,alarm.embedded_addr=127.0.0.1:0"}
 	p := start(t, nil, devArgs...)
 	natsURL := p.await(t, natsLine, 30*time.Second)[1]
 	assertDevJetStream(t, natsURL)
@@ -236,7 +236,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 func TestServesSharePause(t *testing.T) {
 	t.Parallel()
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: migration.Lines})
-	dbURL := testdb.PostgresSchemaURL(t, schema)
+	dbURL := testdb.ServeURL(t, schema)
 	ctx := context.Background()
 	db := stdlib.OpenDBFromPool(d.Pool())
 	defer db.Close()
@@ -250,7 +250,7 @@ func TestServesSharePause(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"KEEL_DATABASE_URL=" + dbURL, "KEEL_SCHEMA=" + schema, "KEEL_DEMO=true", "KEEL_LOG_LEVEL=warn",
-		"KEEL_QUEUES=default=5,notify=5", "KEEL_ADDR=127.0.0.1:0", "KEEL_MODULE_SETTINGS=delivery.cmpp_addr=127.0.0.1:0"}
+		"KEEL_QUEUES=default=5,notify=5", "KEEL_ADDR=127.0.0.1:0", "KEEL_MODULE_SETTINGS=delivery.cmpp_addr=127.0.0.1:0,alarm.embedded_addr=127.0.0.1:0"}
 	a := start(t, env, "serve")
 	b := start(t, env, "serve")
 	urlA := a.await(t, listenLine, 30*time.Second)[1]

@@ -39,7 +39,7 @@ func TestEventsReconApprovalsLocal(t *testing.T) {
 	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
 		d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: localLines})
-		env := []string{"KEEL_DATABASE_URL=" + testdb.PostgresSchemaURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_SERVER="}
+		env := []string{"KEEL_DATABASE_URL=" + testdb.ServeURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_SERVER="}
 		localVerbs[pgx.Tx](t, d, keelsql.Pgx(d.Pool()), env)
 	})
 	t.Run("sqlite", func(t *testing.T) {

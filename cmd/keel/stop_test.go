@@ -31,7 +31,7 @@ func TestDevStopDuringStartup(t *testing.T) {
 	} {
 		t.Run(at.name, func(t *testing.T) {
 			p := start(t, nil, "dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0",
-				"--module-settings", "delivery.cmpp_addr=127.0.0.1:0")
+				"--module-settings", "delivery.cmpp_addr=127.0.0.1:0,alarm.embedded_addr=127.0.0.1:0")
 			p.await(t, at.line, 60*time.Second)
 			stopAt := time.Now()
 			if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {

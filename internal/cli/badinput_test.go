@@ -35,7 +35,7 @@ func startServe(t *testing.T) (*server.Server, string, *sql.DB) {
 func startServeWith(t *testing.T, extra map[string]string) (*server.Server, string, *sql.DB) {
 	t.Helper()
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
-	dbURL := testdb.PostgresSchemaURL(t, schema)
+	dbURL := testdb.ServeURL(t, schema)
 	flags := map[string]string{"database-url": dbURL, "schema": schema, "addr": "127.0.0.1:0",
 		"cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s", "module-settings": testModuleSettings(t)}
 	for k, v := range extra {
@@ -74,7 +74,7 @@ func startServeWith(t *testing.T, extra map[string]string) (*server.Server, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("pgx", dbURL)
+	db, err := sql.Open("pgx", testdb.PostgresSchemaURL(t, schema))
 	if err != nil {
 		t.Fatal(err)
 	}

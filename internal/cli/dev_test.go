@@ -51,8 +51,11 @@ func TestDevStartsAndStopsClean(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
+		// Free ports for the embedded MQTT broker too: the package's tests
+		// run in parallel, and a taken default port is (rightly) a WARN.
 		done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out,
-			Ready: func(u string) { ready <- u }})
+			ModuleSettings: map[string]string{"alarm.embedded_addr": "127.0.0.1:0"},
+			Ready:          func(u string) { ready <- u }})
 	}()
 	var base string
 	select {

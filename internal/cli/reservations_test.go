@@ -32,7 +32,7 @@ type rsvServer struct {
 func startReservationServer(t *testing.T) *rsvServer {
 	t.Helper()
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
-	dbURL := testdb.PostgresSchemaURL(t, schema)
+	dbURL := testdb.ServeURL(t, schema)
 	flags := map[string]string{"database-url": dbURL, "schema": schema, "addr": "127.0.0.1:0",
 		"cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s", "module-settings": testModuleSettings(t)}
 	o, err := cli.ResolveServe("", func(string) string { return "" }, flags)

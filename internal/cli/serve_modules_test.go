@@ -28,7 +28,7 @@ import (
 func TestServeWithModules(t *testing.T) {
 	t.Parallel()
 	_, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
-	flags := map[string]string{"database-url": testdb.PostgresSchemaURL(t, schema), "schema": schema,
+	flags := map[string]string{"database-url": testdb.ServeURL(t, schema), "schema": schema,
 		"addr": "127.0.0.1:0", "cookie-secure": "false", "log-level": "error", "shutdown-timeout": "10s",
 		"module-settings": testModuleSettings(t)}
 	o, err := cli.ResolveServe("", func(string) string { return "" }, flags)
@@ -79,7 +79,7 @@ func TestServeWithModules(t *testing.T) {
 // ephemeral CMPP port, and the export's files in the test's own directory
 // (by default they go under ./.keel, which here is the source tree).
 func testModuleSettings(t testing.TB) string {
-	return "delivery.cmpp_addr=127.0.0.1:0,export.dir=" + t.TempDir()
+	return "delivery.cmpp_addr=127.0.0.1:0,alarm.embedded_addr=127.0.0.1:0,export.dir=" + t.TempDir()
 }
 
 // placeholderRequest fills path parameters with values that name nothing,

@@ -88,6 +88,21 @@ func PostgresURL(t testing.TB) string {
 	return u
 }
 
+// ServeURL is PostgresSchemaURL for a Keel server a test starts (in
+// process or as the binary): its pool is capped at 8 connections. A
+// server's default pool is 20 and the package's tests run in parallel,
+// beside other packages, against one PostgreSQL whose default
+// max_connections is 100: two servers with every module held 43.
+func ServeURL(t testing.TB, schema string) string {
+	t.Helper()
+	u := PostgresSchemaURL(t, schema)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "pool_max_conns=8"
+}
+
 // PostgresSchemaURL returns the test server's URL with search_path set to
 // schema as a connection runtime parameter, for child processes (crash
 // tests) that must open the same schema as their parent.

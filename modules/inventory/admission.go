@@ -91,7 +91,11 @@ func (a *admission) admit() error {
 }
 
 // measure is one admitted request's timing; act fills in the pool wait.
+// A coalesced request's wait is filled in by its batch's leader, which can
+// still be at it when the request has stopped waiting (its context ended):
+// mu orders the two.
 type measure struct {
+	mu        sync.Mutex
 	start     time.Time
 	slotAsked time.Time
 	wait      time.Duration
@@ -104,14 +108,24 @@ type measureKey struct{}
 // the measure act fills in, the func ends it.
 func (a *admission) begin(ctx context.Context) (context.Context, func()) {
 	m := &measure{start: a.now()}
-	return context.WithValue(ctx, measureKey{}, m), func() { a.record(a.now().Sub(m.start), m.wait) }
+	return context.WithValue(ctx, measureKey{}, m), func() {
+		m.mu.Lock()
+		wait := m.wait
+		m.mu.Unlock()
+		a.record(a.now().Sub(m.start), wait)
+	}
 }
 
 // waited records, once per request, how long it waited for a transaction:
 // from asking for a reservation slot (see reserveSlot), if it had to, or
 // else from asking the pool.
 func waited(ctx context.Context, asked time.Time, now time.Time) {
-	if m, ok := ctx.Value(measureKey{}).(*measure); ok && !m.seen {
+	if m, ok := ctx.Value(measureKey{}).(*measure); ok {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.seen {
+			return
+		}
 		if !m.slotAsked.IsZero() && m.slotAsked.Before(asked) {
 			asked = m.slotAsked
 		}
@@ -121,8 +135,12 @@ func waited(ctx context.Context, asked time.Time, now time.Time) {
 
 // slotAsked notes when a request began waiting for a reservation slot.
 func slotAsked(ctx context.Context, at time.Time) {
-	if m, ok := ctx.Value(measureKey{}).(*measure); ok && m.slotAsked.IsZero() {
-		m.slotAsked = at
+	if m, ok := ctx.Value(measureKey{}).(*measure); ok {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.slotAsked.IsZero() {
+			m.slotAsked = at
+		}
 	}
 }
 
