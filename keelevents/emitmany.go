@@ -69,7 +69,7 @@ func (e *Events[TTx]) EmitManyTx(ctx context.Context, tx keelsql.Tx[TTx], evs []
 		}
 		rs, err = tx.Query(ctx, e.d.sql("OutboxInsertMany"), keelsql.ArrayOf(topics), keelsql.ArrayOf(ids),
 			keelsql.ArrayOf(keys), keelsql.ArrayOf(types), keelsql.ArrayOf(ps), keelsql.ArrayOf(payloads),
-			keelsql.ArrayOf(headers), keelsql.ArrayOf(digests), now(), e.channel)
+			keelsql.ArrayOf(headers), keelsql.ArrayOf(digests), now(), e.notifyChannel())
 	} else {
 		list := make([][]any, len(rows))
 		for i, r := range rows {

@@ -214,6 +214,16 @@ func (e *Events[TTx]) partitions(ctx context.Context, q keelsql.Querier) (int, e
 	return n, nil
 }
 
+// notifyChannel is the channel EmitTx notifies (PostgreSQL). partitions
+// sets it, and may set it again while another goroutine emits (a relay's
+// rebalance reads the partition count through it too): read it under the
+// lock that writes it.
+func (e *Events[TTx]) notifyChannel() string {
+	e.partsMu.Lock()
+	defer e.partsMu.Unlock()
+	return e.channel
+}
+
 // Digest is the digest the outbox records for a payload: hex SHA-256.
 func Digest(payload []byte) string {
 	sum := sha256.Sum256(payload)
@@ -245,7 +255,7 @@ func (e *Events[TTx]) EmitTx(ctx context.Context, tx keelsql.Tx[TTx], ev Event) 
 	if e.d.pg {
 		// The notification is delivered at commit: relays listening in any
 		// process wake then.
-		err = tx.QueryRow(ctx, e.d.sql("OutboxInsertNotify"), append(args, e.channel)...).Scan(&n)
+		err = tx.QueryRow(ctx, e.d.sql("OutboxInsertNotify"), append(args, e.notifyChannel())...).Scan(&n)
 	} else {
 		n, err = tx.Exec(ctx, e.d.sql("OutboxInsert"), args...)
 	}
