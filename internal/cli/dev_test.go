@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -134,4 +135,64 @@ func loadSymptom(line string) bool {
 		}
 	}
 	return false
+}
+
+// TestDevRestartsOnItsData: a second `keel dev` on the same data folder,
+// as a user starts it the next day, runs its demo as the first did: its
+// demo payments are paid. The payment channels' simulator numbered its
+// transactions from 1 on each start, so the second run's callbacks carried
+// the first run's transaction ids, the module refused each as paying
+// another order (WARN), and none of the new payments was paid.
+func TestDevRestartsOnItsData(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	run := func(wait func(t *testing.T)) string {
+		t.Helper()
+		out := &lockedBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out,
+				ModuleSettings: map[string]string{"alarm.embedded_addr": "127.0.0.1:0"},
+				Ready:          func(u string) { ready <- u }})
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("keel dev ended before it was ready: %v\n%s", err, out)
+		case <-time.After(5 * time.Minute):
+			t.Fatalf("keel dev not ready after 5 min:\n%s", out)
+		}
+		wait(t)
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("keel dev did not stop within 60 s:\n%s", out)
+		}
+		return out.String()
+	}
+	paid := func(t *testing.T, want int) {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "keel.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		testwait.For(t, 3*time.Minute, fmt.Sprintf("%d paid demo payments", want), func() bool {
+			var n int
+			err := db.QueryRow(`SELECT count(*) FROM pay_payment WHERE payment_no LIKE 'DEMO%' AND state = 'paid'`).Scan(&n)
+			return err == nil && n >= want
+		})
+	}
+	// The demo pays four of its six payments and refunds one partly (still
+	// paid); a second run adds four more.
+	run(func(t *testing.T) { paid(t, 4) })
+	second := run(func(t *testing.T) { paid(t, 8) })
+	for _, l := range strings.Split(second, "\n") {
+		if strings.Contains(l, "disagrees with the order") || strings.Contains(l, "payment demo") {
+			t.Errorf("second keel dev logged: %s", l)
+		}
+	}
 }

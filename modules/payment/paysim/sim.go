@@ -121,6 +121,13 @@ type Sim struct {
 	held        []chan struct{}
 	c           counters
 	seq         atomic.Int64
+	// run is the second of the day (China time, five digits) this
+	// simulator started at, part of every id it makes: a channel never
+	// gives two payments one transaction id, and with the counter alone a
+	// restarted simulator (a second `keel dev` on the same data) gave its
+	// first payments the ids of the last run's, which the module rightly
+	// refused as paying another order.
+	run string
 }
 
 type counters struct {
@@ -152,7 +159,9 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		return nil, fmt.Errorf("paysim: generating keys: %w", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
+	started := time.Now().In(chinaTime)
 	s := &Sim{opts: opts, now: now, ctx: cctx, cancel: cancel,
+		run: fmt.Sprintf("%05d", started.Hour()*3600+started.Minute()*60+started.Second()),
 		http: &http.Client{Timeout: opts.CallbackTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		notify: map[channel.Kind]string{}, trades: map[key]*trade{}, refunds: map[key]*refund{}, behaviour: map[string]Behaviour{}, refundTrade: map[string]string{},
@@ -417,5 +426,5 @@ func (s *Sim) GaveUp() int {
 var errUnknownKind = errors.New("paysim: unknown channel")
 
 func (s *Sim) id(prefix string) string {
-	return fmt.Sprintf("%s%s%010d", prefix, s.now().In(chinaTime).Format("20060102"), s.seq.Add(1))
+	return fmt.Sprintf("%s%s%s%010d", prefix, s.now().In(chinaTime).Format("20060102"), s.run, s.seq.Add(1))
 }
