@@ -37,6 +37,15 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// devPorts are module settings that give a test's `keel dev` free ports
+// for the listeners that have fixed defaults (the delivery module's CMPP
+// gateway, the alarm module's embedded MQTT broker): the package's tests
+// run in parallel, and a taken default port fails a start or is (rightly)
+// a WARN.
+func devPorts() map[string]string {
+	return map[string]string{"delivery.cmpp_addr": "127.0.0.1:0", "alarm.embedded_addr": "127.0.0.1:0"}
+}
+
 // TestDevStartsAndStopsClean runs `keel dev` as the README tells a new
 // user to: it starts, the leader's first reconciliation of every module
 // runs (the inventory's shipments run failed at every start, with ERROR,
@@ -52,11 +61,8 @@ func TestDevStartsAndStopsClean(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		// Free ports for the embedded MQTT broker too: the package's tests
-		// run in parallel, and a taken default port is (rightly) a WARN.
-		done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out,
-			ModuleSettings: map[string]string{"alarm.embedded_addr": "127.0.0.1:0"},
-			Ready:          func(u string) { ready <- u }})
+		done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out, ModuleSettings: devPorts(),
+			Ready: func(u string) { ready <- u }})
 	}()
 	var base string
 	select {
@@ -154,9 +160,8 @@ func TestDevRestartsOnItsData(t *testing.T) {
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		go func() {
-			done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out,
-				ModuleSettings: map[string]string{"alarm.embedded_addr": "127.0.0.1:0"},
-				Ready:          func(u string) { ready <- u }})
+			done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out, ModuleSettings: devPorts(),
+				Ready: func(u string) { ready <- u }})
 		}()
 		select {
 		case <-ready:
