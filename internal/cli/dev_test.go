@@ -46,6 +46,37 @@ func devPorts() map[string]string {
 	return map[string]string{"delivery.cmpp_addr": "127.0.0.1:0", "alarm.embedded_addr": "127.0.0.1:0"}
 }
 
+// devRun is a `keel dev` a test started.
+type devRun struct {
+	out    *lockedBuffer
+	base   string // the console's URL
+	cancel context.CancelFunc
+	done   chan error // what cli.Dev returned
+}
+
+// startDev starts `keel dev` on dir, with free ports, and waits until it
+// is ready; the test's end stops it if the test did not.
+func startDev(t *testing.T, dir string) *devRun {
+	t.Helper()
+	r := &devRun{out: &lockedBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	t.Cleanup(cancel)
+	ready := make(chan string, 1)
+	go func() {
+		r.done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: r.out, ModuleSettings: devPorts(),
+			Ready: func(u string) { ready <- u }})
+	}()
+	select {
+	case r.base = <-ready:
+	case err := <-r.done:
+		t.Fatalf("keel dev ended before it was ready: %v\n%s", err, r.out)
+	case <-time.After(5 * time.Minute): // a bound for -race on a loaded machine; it takes a second alone
+		t.Fatalf("keel dev not ready after 5 min:\n%s", r.out)
+	}
+	return r
+}
+
 // TestDevStartsAndStopsClean runs `keel dev` as the README tells a new
 // user to: it starts, the leader's first reconciliation of every module
 // runs (the inventory's shipments run failed at every start, with ERROR,
@@ -55,23 +86,8 @@ func devPorts() map[string]string {
 func TestDevStartsAndStopsClean(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	out := &lockedBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out, ModuleSettings: devPorts(),
-			Ready: func(u string) { ready <- u }})
-	}()
-	var base string
-	select {
-	case base = <-ready:
-	case err := <-done:
-		t.Fatalf("keel dev ended before it was ready: %v\n%s", err, out)
-	case <-time.After(5 * time.Minute): // a bound for -race on a loaded machine; it takes a second alone
-		t.Fatalf("keel dev not ready after 5 min:\n%s", out)
-	}
+	r := startDev(t, dir)
+	out, base := r.out, r.base
 	resp, err := http.Get(base + "/login")
 	if err != nil {
 		t.Fatal(err)
@@ -96,9 +112,9 @@ func TestDevStartsAndStopsClean(t *testing.T) {
 	if state != "succeeded" {
 		t.Errorf("the first shipments reconciliation %s: %s", state, runErr)
 	}
-	cancel()
+	r.cancel()
 	select {
-	case err := <-done:
+	case err := <-r.done:
 		// The stop is bounded by its grace period; alone it takes well
 		// under a second and returns nil. Under -race on a loaded machine
 		// the events consumers' handlers can outlast the grace, and the stop
@@ -154,30 +170,15 @@ func TestDevRestartsOnItsData(t *testing.T) {
 	dir := t.TempDir()
 	run := func(wait func(t *testing.T)) string {
 		t.Helper()
-		out := &lockedBuffer{}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ready := make(chan string, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: out, ModuleSettings: devPorts(),
-				Ready: func(u string) { ready <- u }})
-		}()
-		select {
-		case <-ready:
-		case err := <-done:
-			t.Fatalf("keel dev ended before it was ready: %v\n%s", err, out)
-		case <-time.After(5 * time.Minute):
-			t.Fatalf("keel dev not ready after 5 min:\n%s", out)
-		}
+		r := startDev(t, dir)
 		wait(t)
-		cancel()
+		r.cancel()
 		select {
-		case <-done:
+		case <-r.done:
 		case <-time.After(60 * time.Second):
-			t.Fatalf("keel dev did not stop within 60 s:\n%s", out)
+			t.Fatalf("keel dev did not stop within 60 s:\n%s", r.out)
 		}
-		return out.String()
+		return r.out.String()
 	}
 	paid := func(t *testing.T, want int) {
 		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "keel.db")+"?mode=ro&_pragma=busy_timeout(5000)")
