@@ -91,7 +91,30 @@ type Subscription struct {
 	// them: its waiting calls cost a goroutine each, not a transaction.
 	// Ordered subscriptions have one call per partition whatever it says.
 	InFlight int
+	// Window, with Ordered and HandleWindow, lets a bus that can make one
+	// instance the owner of a partition keep up to Window deliveries of
+	// each partition in flight and hand them to HandleWindow together
+	// (0 or 1: one at a time). A bus that cannot (the database bus, a
+	// JetStream server older than 2.11) delivers one at a time to the
+	// Handler, as without it.
+	Window int
+	// HandleWindow takes the deliveries a windowed ordered subscription
+	// has ready, each partition's in publish order, one call at a time per
+	// instance, and returns one error per delivery (nil: acknowledge).
+	// Once a delivery of a partition fails, the later ones of that
+	// partition in ds must not be applied and must fail too: the bus
+	// retries the failed one in place after Backoff, with the later ones
+	// behind it.
+	HandleWindow func(ctx context.Context, ds []*Delivery) []error
+	// WindowBatch bounds the deliveries of one HandleWindow call (default
+	// and at most MaxBatch). A call's deliveries are acknowledged when it
+	// returns, and the server refills the windows while the next call
+	// runs: a call of a transaction's worth keeps that going.
+	WindowBatch int
 }
+
+// MaxWindow bounds Subscription.Window.
+const MaxWindow = 1024
 
 // MaxInFlight bounds Subscription.InFlight.
 const MaxInFlight = 4096

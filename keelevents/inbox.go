@@ -57,6 +57,16 @@ type Consumer[TTx any] struct {
 	// only what it does in tx counts once. 0 or 1: one event per
 	// transaction.
 	Batch int
+	// Window, with Ordered, lets up to Window events of one key be in
+	// flight at once, on a bus that can make one instance the owner of a
+	// partition (JetStream 2.11 and later; see keelevents.Subscription):
+	// the events the bus has ready are applied in transactions of up to
+	// Batch (default DefaultBatch), in order, and an event that fails holds
+	// back the later ones of its key, which are retried behind it. It lifts
+	// an ordered consumer's bound of one round trip (delivery, commit,
+	// acknowledgement) per key and event. 0 or 1: one in flight per
+	// partition.
+	Window int
 }
 
 // DefaultBatch is Consumer.Batch's default with HandleBatch.
@@ -98,8 +108,11 @@ func (e *Events[TTx]) Consume(c Consumer[TTx]) error {
 	if c.Batch < 0 || c.Batch > MaxBatch {
 		return invalid("consumer %s: Batch must be 0..%d", c.Name, MaxBatch)
 	}
+	if c.Window < 0 || c.Window > MaxWindow || (c.Window > 1 && !c.Ordered) {
+		return invalid("consumer %s: Window must be 0..%d, and only with Ordered", c.Name, MaxWindow)
+	}
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
-	if c.HandleBatch != nil {
+	if c.HandleBatch != nil || c.Window > 1 {
 		c.Batch = cmp.Or(c.Batch, DefaultBatch)
 	}
 	e.mu.Lock()
@@ -120,7 +133,36 @@ func (c *consumer[TTx]) subscription() Subscription {
 		// Two batches' worth: one committing, the next one filling.
 		sub.InFlight = 2 * c.Batch
 	}
+	if c.Window > 1 {
+		sub.Window, sub.HandleWindow, sub.WindowBatch = c.Window, c.handleWindow, c.Batch
+	}
 	return sub
+}
+
+// errHeldBack answers a delivery of an ordered consumer's window that was
+// not applied because an earlier event of its partition failed.
+var errHeldBack = errors.New("keelevents: held back behind a failed event of its partition")
+
+// handleWindow applies a windowed ordered subscription's ready deliveries
+// (each partition's in order) in transactions of up to Batch, in order.
+// Once an event of a partition fails, the later ones of that partition are
+// answered errHeldBack and not applied, here and in the later
+// transactions of the call: the bus retries the failed one first.
+func (c *consumer[TTx]) handleWindow(ctx context.Context, ds []*Delivery) []error {
+	errs := make([]error, len(ds))
+	held := map[int]bool{}
+	for start := 0; start < len(ds); start += c.Batch {
+		end := min(start+c.Batch, len(ds))
+		ws := make([]*waiting, end-start)
+		for i := range ws {
+			ws[i] = &waiting{d: ds[start+i], digest: Digest(ds[start+i].Payload), done: make(chan error, 1)}
+		}
+		c.runBatch(ctx, ws, held)
+		for i, w := range ws {
+			errs[start+i] = <-w.done
+		}
+	}
+	return errs
 }
 
 // outcome of one delivery at the inbox.
@@ -291,7 +333,7 @@ func (c *consumer[TTx]) flush(ctx context.Context) {
 		batch := slices.Clone(c.queue[:n])
 		c.queue = slices.Delete(c.queue, 0, n)
 		c.mu.Unlock()
-		c.runBatch(ctx, batch)
+		c.runBatch(ctx, batch, nil)
 	}
 }
 
@@ -301,9 +343,38 @@ func (c *consumer[TTx]) flush(ctx context.Context) {
 // anything fails, each delivery is handled alone (handleOne), so a failing
 // event is redelivered or sent to manual on its own budget and the others
 // commit.
-func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting) {
+//
+// held, for a window of an ordered consumer, collects the partitions with
+// a failed event: their later deliveries are answered errHeldBack, not
+// applied, so that nothing of a key commits past an event that did not.
+func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map[int]bool) {
+	if held != nil {
+		kept := batch[:0:0]
+		for _, w := range batch {
+			if held[w.d.Partition] {
+				w.done <- errHeldBack
+				continue
+			}
+			kept = append(kept, w)
+		}
+		batch = kept
+	}
+	if len(batch) == 0 {
+		return
+	}
+	one := func(w *waiting) {
+		if held != nil && held[w.d.Partition] {
+			w.done <- errHeldBack
+			return
+		}
+		err := c.handleOne(ctx, w.d)
+		if err != nil && held != nil {
+			held[w.d.Partition] = true
+		}
+		w.done <- err
+	}
 	if len(batch) == 1 {
-		batch[0].done <- c.handleOne(ctx, batch[0].d)
+		one(batch[0])
 		return
 	}
 	e := c.e
@@ -374,7 +445,7 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting) {
 		e.m.duplicates.WithLabelValues(c.Name).Add(float64(nDup))
 	}
 	for _, w := range again {
-		w.done <- c.handleOne(ctx, w.d)
+		one(w)
 	}
 }
 

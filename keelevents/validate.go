@@ -209,6 +209,12 @@ func validateSubscription(sub *Subscription) error {
 	if sub.InFlight < 0 || sub.InFlight > MaxInFlight {
 		return invalid("InFlight must be 0..%d", MaxInFlight)
 	}
+	if sub.Window < 0 || sub.Window > MaxWindow {
+		return invalid("Window must be 0..%d", MaxWindow)
+	}
+	if sub.Window > 1 && !sub.Ordered {
+		return invalid("consumer %s: a Window is for ordered consumers", sub.Consumer)
+	}
 	if sub.AckWait == 0 {
 		sub.AckWait = DefaultAckWait
 	}

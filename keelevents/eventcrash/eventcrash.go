@@ -51,6 +51,7 @@ const (
 	EnvBlockAt  = "KEEL_EVCRASH_BLOCK_AT"  // block (to be killed) at the n-th publish or commit; 0 never
 	EnvInstance = "KEEL_EVCRASH_INSTANCE"  // a label for logs
 	EnvToken    = "KEEL_EVCRASH_NAMESPACE" // per-test token the bus may use to isolate its streams
+	EnvWindow   = "KEEL_EVCRASH_WINDOW"    // the consumer's Window (WindowConsumerKilled)
 )
 
 // Harness names a bus and builds it, in the test process and in children.
@@ -64,6 +65,9 @@ type Harness struct {
 	// SQLite includes SQLite in the scenarios (the database bus runs on
 	// both; a broker bus is tested on PostgreSQL only).
 	SQLite bool
+	// Env is added to the children's environment (a server's URL that only
+	// the test knows, for instance).
+	Env []string
 }
 
 // DatabaseBus is the NewBus of the in-database bus.
@@ -91,6 +95,10 @@ const (
 // has no unique key on purpose: a second effect of one event must be
 // counted, not refused.
 const effectSQL = `CREATE TABLE evcrash_effect (event_id text NOT NULL, event_key text NOT NULL, n integer NOT NULL, pid integer NOT NULL)`
+
+// effectSeqSQL numbers the effects in the order they were written
+// (PostgreSQL), so that a key's order across processes can be read back.
+const effectSeqSQL = `ALTER TABLE evcrash_effect ADD COLUMN seq bigserial`
 
 func insertEffect(driver string) string {
 	if driver == "postgres" {
@@ -195,6 +203,19 @@ func (k *killBus) Publish(ctx context.Context, msgs []keelevents.Message) (int, 
 }
 
 func (k *killBus) Subscribe(ctx context.Context, sub keelevents.Subscription, h keelevents.Handler) (keelevents.Subscriber, error) {
+	if hw := sub.HandleWindow; hw != nil {
+		sub.HandleWindow = func(ctx context.Context, ds []*keelevents.Delivery) []error {
+			k.commit.gate()
+			errs := hw(ctx, ds)
+			for _, err := range errs {
+				if err == nil {
+					k.commit.hit("after commit")
+					break
+				}
+			}
+			return errs
+		}
+	}
 	return k.Bus.Subscribe(ctx, sub, func(ctx context.Context, d *keelevents.Delivery) error {
 		k.commit.gate()
 		err := h(ctx, d)
@@ -220,7 +241,12 @@ func runChild[TTx any](ctx context.Context, h Harness, role, driver string, db k
 		bus.commit.at = block
 		ev, err = keelevents.New(db, keelevents.Bus(bus), eventsConfig(true))
 		if err == nil {
-			err = ev.Consume(effectConsumer[TTx](driver, nil))
+			c := effectConsumer[TTx](driver, nil)
+			c.Window, _ = strconv.Atoi(os.Getenv(EnvWindow))
+			if c.Window > 1 {
+				c.Batch = 8
+			}
+			err = ev.Consume(c)
 		}
 	default:
 		return fmt.Errorf("unknown role %q", role)
@@ -270,6 +296,7 @@ func spawn(t *testing.T, h Harness, role, driver, dsn, ns string, blockAt int, l
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), EnvRole+"="+role, EnvDriver+"="+driver, EnvDSN+"="+dsn,
 		EnvBlockAt+"="+strconv.Itoa(blockAt), EnvInstance+"="+label, EnvToken+"="+ns)
+	cmd.Env = append(cmd.Env, h.Env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

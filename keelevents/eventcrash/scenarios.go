@@ -3,6 +3,7 @@ package eventcrash
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"testing"
 	"time"
 
@@ -101,6 +102,94 @@ func consumerKilled[TTx any](t *testing.T, e *env[TTx]) {
 		t.Fatalf("only %d consumers were killed after a commit", kills)
 	}
 	t.Logf("%s: %d consumers killed after a commit; %d redeliveries absorbed by the inbox", e.h.Bus, kills, dups)
+}
+
+// WindowConsumerKilled: consumer processes with an ordered window
+// (Consumer.Window, on a bus that has one) are SIGKILLed right after a
+// window's transaction committed, each with deliveries of several
+// partitions held, and a successor takes the partitions over once the bus
+// lets it. Every event has exactly one effect, and every key's effects
+// were written in emit order across the processes. PostgreSQL only: the
+// effects are numbered by a sequence.
+func WindowConsumerKilled(t *testing.T, h Harness, window int) {
+	h.Env = append(h.Env, EnvWindow+"="+strconv.Itoa(window))
+	h.SQLite = false
+	each(t, h, windowConsumerKilled[pgx.Tx], nil)
+}
+
+func windowConsumerKilled[TTx any](t *testing.T, e *env[TTx]) {
+	e.exec(t, effectSQL)
+	e.exec(t, effectSeqSQL)
+	ev, _ := e.events(t, true)
+	startEvents(t, ev)
+	const n, keys, rounds = 400, 16, 3
+	effects := func() int { return e.count(t, "SELECT count(*) FROM evcrash_effect") }
+	first := spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 3, "consumer")
+	waitChan(t, "the first consumer", first.ready, first.exited)
+	e.emitAll(t, ev, 0, n, keys)
+	kills := 0
+	for i := range rounds {
+		p := first
+		if i > 0 {
+			p = spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 3+2*i, "consumer")
+		}
+		if !blockedOrDone(t, p, func() bool { return effects() >= n }) {
+			p.kill()
+			break
+		}
+		p.kill()
+		kills++
+	}
+	spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 0, "consumer-final")
+	waitFor(t, "every effect", 3*time.Minute, func() bool { return effects() >= n })
+	waitFor(t, "the redeliveries absorbed", time.Minute, func() bool {
+		cs, err := ev.ConsumerStats(context.Background())
+		return err == nil && len(cs) == 1 && cs[0].Lag == 0
+	})
+	e.checkEffects(t, n)
+	// Each key's effects, in the order they were written, carry 0, 1, 2...
+	rows, err := e.db.Query(context.Background(), "SELECT event_key, n FROM evcrash_effect ORDER BY seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ord order
+	for rows.Next() {
+		var key string
+		var k int
+		if err := rows.Scan(&key, &k); err != nil {
+			t.Fatal(err)
+		}
+		ord.add(key, k)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if t.Failed() {
+		return
+	}
+	defer func() {
+		if t.Failed() {
+			rows, err := e.db.Query(context.Background(), "SELECT seq, event_key, n, pid FROM evcrash_effect ORDER BY seq")
+			if err != nil {
+				return
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var seq int64
+				var key string
+				var k, pid int
+				_ = rows.Scan(&seq, &key, &k, &pid)
+				t.Logf("effect %d: %s #%d by %d", seq, key, k, pid)
+			}
+		}
+	}()
+	ord.check(t)
+	pids := e.count(t, "SELECT count(DISTINCT pid) FROM evcrash_effect")
+	if kills < 2 || pids < 3 {
+		t.Fatalf("%d consumers killed after a commit, effects written by %d processes", kills, pids)
+	}
+	t.Logf("%s: %d windowed consumers killed after a commit; effects from %d processes, in order per key", e.h.Bus, kills, pids)
 }
 
 // ThreeRelays: three relay processes share the partitions (one killed and

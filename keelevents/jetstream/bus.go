@@ -60,6 +60,13 @@ type Config struct {
 	// MaxAckPending bounds an unordered consumer's unacknowledged
 	// deliveries across all its instances. Default DefaultMaxAckPending.
 	MaxAckPending int
+	// MaxWindow caps the window of ordered subscriptions
+	// (keelevents.Subscription.Window): 1 keeps every ordered consumer at
+	// one delivery in flight per partition, for instance while instances of
+	// an older release share its consumers. 0: as each subscription asks.
+	// A window needs a server with pinned consumers (2.11 and later);
+	// against an older one it is 1 whatever this says.
+	MaxWindow int
 	// MaxDeliver caps deliveries of one message; past it the server drops
 	// the message. 0 (the default) is unlimited: the inbox, not the bus,
 	// decides when a message goes to manual handling.

@@ -60,7 +60,9 @@ func (b *Bus) Subscribe(ctx context.Context, sub keelevents.Subscription, h keel
 	s := &subscriber{b: b, sub: sub, h: h, done: make(chan struct{})}
 	s.fetchCtx, s.stopFetch = context.WithCancel(ctx)
 	s.hctx, s.cancelH = context.WithCancel(context.WithoutCancel(ctx))
-	if sub.Ordered {
+	if s.windowSize = b.window(sub); s.windowSize > 0 {
+		s.win = newWindower(s, b.cfg.Partitions)
+	} else if sub.Ordered {
 		s.lanes = make([]sync.Mutex, b.cfg.Partitions)
 	} else {
 		s.slots = make(chan struct{}, max(b.cfg.Concurrency, sub.InFlight))
@@ -97,6 +99,14 @@ func (b *Bus) Subscribe(ctx context.Context, sub keelevents.Subscription, h keel
 		s.loops.Add(1)
 		go s.pull(&s.consumers[i], handles[i])
 	}
+	if s.win != nil {
+		s.handlers.Add(1)
+		go s.win.run()
+		go func() {
+			s.loops.Wait()
+			s.win.pullsEnded()
+		}()
+	}
 	go func() {
 		// The subscription's context ending stops it, like Stop.
 		select {
@@ -132,7 +142,12 @@ func (s *subscriber) consumerConfig(f filter, partition int) consumerSpec {
 	if s.b.cfg.MaxDeliver > 0 {
 		cfg.MaxDeliver = s.b.cfg.MaxDeliver
 	}
-	if partition >= 0 {
+	if partition >= 0 && s.win != nil {
+		cfg.MaxAckPending = s.windowSize
+		cfg.PriorityPolicy = jetstream.PriorityPolicyPinned
+		cfg.PriorityGroups = []string{pinGroup}
+		cfg.PinnedTTL = pinnedTTL(s.sub.AckWait)
+	} else if partition >= 0 {
 		cfg.MaxAckPending = 1
 	} else {
 		cfg.MaxAckPending = max(cfg.MaxAckPending, s.sub.InFlight)
@@ -145,9 +160,11 @@ type subscriber struct {
 	sub keelevents.Subscription
 	h   keelevents.Handler
 
-	consumers []consumerSpec
-	lanes     []sync.Mutex  // ordered: one per partition, across filters
-	slots     chan struct{} // unordered: handler calls in flight
+	consumers  []consumerSpec
+	lanes      []sync.Mutex  // ordered: one per partition, across filters
+	slots      chan struct{} // unordered: handler calls in flight
+	win        *windower     // ordered with a window
+	windowSize int
 
 	fetchCtx  context.Context // ends the pulling
 	stopFetch context.CancelFunc
@@ -173,6 +190,13 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 		// on every partition's consumer: 64 rather than 8 drained a ledger
 		// backlog 7-13% faster in alternating rounds (docs/benchmarks.md).
 		batch = 64
+		if s.win != nil {
+			batch = max(batch, 2*s.windowSize)
+		}
+	}
+	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(batch), jetstream.PullHeartbeat(5 * time.Second)}
+	if s.win != nil {
+		opts = append(opts, jetstream.PullPriorityGroup(pinGroup), jetstream.PullExpiry(pullExpiry(s.sub.AckWait)))
 	}
 	wait := 100 * time.Millisecond
 	for s.fetchCtx.Err() == nil {
@@ -191,7 +215,7 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 				continue
 			}
 		}
-		it, err := cons.Messages(jetstream.PullMaxMessages(batch), jetstream.PullHeartbeat(5*time.Second))
+		it, err := cons.Messages(opts...)
 		if err != nil {
 			s.b.log.Warn("jetstream: pulling failed, retrying", "consumer", c.cfg.Durable, "error", err, "in", wait)
 			cons = nil
@@ -206,7 +230,7 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 			m, err := it.Next(jetstream.NextContext(s.fetchCtx))
 			if err != nil {
 				if s.fetchCtx.Err() != nil {
-					s.finish(it, c.partition)
+					s.finish(it, c)
 					return
 				}
 				// The iterator ended (consumer deleted, connection closed):
@@ -216,14 +240,19 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 				cons = nil
 				break
 			}
-			s.dispatch(m, c.partition)
+			s.dispatch(m, c)
 		}
 	}
 }
 
-// dispatch hands a message to the handler: inline on an ordered lane,
-// else on one of the subscription's handler slots.
-func (s *subscriber) dispatch(m jetstream.Msg, partition int) {
+// dispatch hands a message to the handler: to the windower's lane, inline
+// on an ordered lane, else on one of the subscription's handler slots.
+func (s *subscriber) dispatch(m jetstream.Msg, c *consumerSpec) {
+	partition := c.partition
+	if s.win != nil {
+		s.win.add(m, partition, c.cfg.Durable)
+		return
+	}
 	if partition >= 0 {
 		s.handle(m, partition)
 		return
@@ -242,7 +271,7 @@ func (s *subscriber) dispatch(m jetstream.Msg, partition int) {
 // to make a 2.9 server deliver one of them twice and lose another when the
 // next subscriber of the durable pulls. Only once Stop gives up waiting
 // are the rest handed back.
-func (s *subscriber) finish(it jetstream.MessagesContext, partition int) {
+func (s *subscriber) finish(it jetstream.MessagesContext, c *consumerSpec) {
 	it.Drain()
 	for {
 		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
@@ -253,7 +282,7 @@ func (s *subscriber) finish(it jetstream.MessagesContext, partition int) {
 			_ = m.Nak()
 			continue
 		}
-		s.dispatch(m, partition)
+		s.dispatch(m, c)
 	}
 }
 
@@ -262,21 +291,12 @@ func (s *subscriber) finish(it jetstream.MessagesContext, partition int) {
 // the message's AckWait is extended so that a slow handler is not raced
 // by a redelivery.
 func (s *subscriber) handle(m jetstream.Msg, lane int) {
-	md, err := m.Metadata()
-	if err != nil {
-		s.b.log.Error("jetstream: message without metadata, dropped", "subject", m.Subject(), "error", err)
-		_ = m.Term()
+	d, ok := s.delivery(m)
+	if !ok {
 		return
 	}
-	msg, err := decode(natsMsg(m))
-	if err != nil {
-		s.b.log.Error("jetstream: undecodable message, dropped", "stream", md.Stream, "sequence", md.Sequence.Stream, "error", err)
-		_ = m.Term()
-		return
-	}
-	d := &keelevents.Delivery{Message: msg, Attempt: int(md.NumDelivered)}
 	if lane < 0 && s.lanes != nil {
-		lane = msg.Partition
+		lane = d.Partition
 	}
 	if s.lanes != nil && lane >= 0 && lane < len(s.lanes) {
 		s.lanes[lane].Lock()
@@ -302,6 +322,24 @@ func (s *subscriber) handle(m jetstream.Msg, lane int) {
 		return
 	}
 	_ = m.Ack()
+}
+
+// delivery decodes a message; one that cannot be is dropped (terminated)
+// with an error in the log.
+func (s *subscriber) delivery(m jetstream.Msg) (*keelevents.Delivery, bool) {
+	md, err := m.Metadata()
+	if err != nil {
+		s.b.log.Error("jetstream: message without metadata, dropped", "subject", m.Subject(), "error", err)
+		_ = m.Term()
+		return nil, false
+	}
+	msg, err := decode(natsMsg(m))
+	if err != nil {
+		s.b.log.Error("jetstream: undecodable message, dropped", "stream", md.Stream, "sequence", md.Sequence.Stream, "error", err)
+		_ = m.Term()
+		return nil, false
+	}
+	return &keelevents.Delivery{Message: msg, Attempt: int(md.NumDelivered)}, true
 }
 
 func (s *subscriber) call(d *keelevents.Delivery) (err error) {
@@ -338,6 +376,9 @@ func (s *subscriber) Stop(ctx context.Context) error {
 			// Acks are fire-and-forget; a flush makes sure the server has
 			// them before the caller starts another subscriber.
 			_ = s.b.nc.FlushWithContext(fctx)
+			if s.win != nil {
+				s.win.unpin(fctx)
+			}
 			cancel()
 		}
 		s.b.mu.Lock()

@@ -277,8 +277,11 @@ func BenchmarkLedgerConsumer(b *testing.B) {
 			// server's share of the work beside the client's.
 			url = jstest.Embedded(b)
 		}
+		// KEEL_PAY_BENCH_WINDOW=1 turns the ledger's window off (one event
+		// in flight per partition), to compare on one server.
+		win, _ := strconv.Atoi(os.Getenv("KEEL_PAY_BENCH_WINDOW"))
 		bus, err = jetstream.New(ctx, jetstream.Config{URL: url, Partitions: parts, Namespace: ns,
-			MaxAge: time.Hour, InactiveThreshold: 5 * time.Minute})
+			MaxAge: time.Hour, InactiveThreshold: 5 * time.Minute, MaxWindow: win})
 	}
 	if err != nil {
 		b.Fatal(err)
