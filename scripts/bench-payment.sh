@@ -6,7 +6,9 @@
 #      and group commit (200), alternating for ROUNDS rounds so both see the
 #      same machine; each run prints callbacks/s, CPU per callback of the
 #      process and of the database backends, and the senders' ceiling;
-#   2. the ledger consuming a backlog of LEDGER_N payment events (JetStream);
+#   2. the ledger consuming a backlog of LEDGER_N payment events (JetStream,
+#      the server embedded in the benchmark; LEDGER_NATS=machine for the
+#      test NATS);
 #   3. the four-way reconciler over RECON_N transactions (wall time, peak heap).
 #
 #   scripts/bench-payment.sh                       # defaults below
@@ -46,7 +48,11 @@ steps() {
 		done
 	fi
 	if [[ ,$STEPS, == *,ledger,* ]]; then
-		BENCH=BenchmarkLedgerConsumer BT=${LEDGER_N}x run KEEL_PAY_BENCH_BUS=jetstream
+		# The embedded server (2.15) has pinned consumers, so the ledger takes
+		# windows; LEDGER_NATS=machine uses the test NATS (2.9 here: one
+		# event per partition at a time).
+		BENCH=BenchmarkLedgerConsumer BT=${LEDGER_N}x run KEEL_PAY_BENCH_BUS=jetstream \
+			KEEL_PAY_BENCH_NATS=$([[ ${LEDGER_NATS:-embedded} == embedded ]] && echo embedded || echo machine)
 	fi
 	if [[ ,$STEPS, == *,recon,* ]]; then
 		BENCH=BenchmarkReconciliation BT=1x run KEEL_PAY_BENCH_RECON_N=$RECON_N
