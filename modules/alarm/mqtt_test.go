@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -29,10 +30,12 @@ import (
 // mosquitto is a Mosquitto broker of the test's own, on a free port with a
 // persistence directory, so that restarting it disturbs no one else.
 type mosquitto struct {
-	t    testing.TB
-	conf string
-	port int
-	cmd  *exec.Cmd
+	t      testing.TB
+	conf   string
+	log    string
+	port   int
+	cmd    *exec.Cmd
+	exited <-chan error
 }
 
 func startMosquitto(t testing.TB) *mosquitto { return startMosquittoInflight(t, 20) }
@@ -44,12 +47,7 @@ func startMosquittoInflight(t testing.TB, inflight int) *mosquitto {
 		bin = "/usr/sbin/mosquitto"
 	}
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := restartablePort(t)
 	conf := filepath.Join(dir, "mosquitto.conf")
 	user := "mosquitto"
 	if os.Geteuid() == 0 {
@@ -60,7 +58,7 @@ func startMosquittoInflight(t testing.TB, inflight int) *mosquitto {
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := &mosquitto{t: t, conf: conf, port: port}
+	m := &mosquitto{t: t, conf: conf, port: port, log: filepath.Join(dir, "mosquitto.log")}
 	_ = bin
 	m.start()
 	t.Cleanup(m.stop)
@@ -69,20 +67,51 @@ func startMosquittoInflight(t testing.TB, inflight int) *mosquitto {
 
 func (m *mosquitto) url() string { return fmt.Sprintf("tcp://127.0.0.1:%d", m.port) }
 
+// restartablePort picks a free port below the kernel's ephemeral range
+// (32768 and up): a broker restarted on the same port must find it free,
+// and a port from the ephemeral range, once closed, can be handed to any
+// of the suite's parallel tests that listen on port 0 or dial out (a
+// restart then fails to bind while a dial to the port still succeeds).
+func restartablePort(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			_ = l.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port in 20000..31999")
+	return 0
+}
+
 func (m *mosquitto) start() {
 	m.t.Helper()
 	m.cmd = exec.Command("mosquitto", "-c", m.conf)
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatalf("starting mosquitto: %v", err)
 	}
+	exited := make(chan error, 1)
+	m.exited = exited
+	go func(cmd *exec.Cmd) { exited <- cmd.Wait() }(m.cmd)
+	starts := strings.Count(m.logText(), " running")
+	// Listening is read from this broker's own log: a dial could reach
+	// another process holding the port.
 	moduletest.WaitFor(m.t, 20*time.Second, "mosquitto listening", func() bool {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", m.port), time.Second)
-		if err != nil {
-			return false
+		select {
+		case err := <-exited:
+			m.cmd = nil
+			m.t.Fatalf("mosquitto exited while starting (%v); its log:\n%s", err, m.logText())
+		default:
 		}
-		_ = c.Close()
-		return true
+		return strings.Count(m.logText(), " running") > starts
 	})
+}
+
+func (m *mosquitto) logText() string {
+	b, _ := os.ReadFile(m.log)
+	return string(b)
 }
 
 // stop ends it with SIGTERM: it writes its sessions and in-flight
@@ -92,7 +121,7 @@ func (m *mosquitto) stop() {
 		return
 	}
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	_ = m.cmd.Wait()
+	<-m.exited
 	m.cmd = nil
 }
 

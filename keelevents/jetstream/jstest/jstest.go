@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -176,14 +177,24 @@ func (p *Process) Resume() {
 	}
 }
 
+// freePort picks a free port below the kernel's ephemeral range (32768
+// and up): a process restarted on its port must find it free, and a port
+// from the ephemeral range, once closed, can be handed to any of the
+// suite's parallel tests that listen on port 0 or dial out; the restart
+// would then fail to bind while the readiness check reached the other
+// listener (an embedded server answers JetStream's INFO too).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err == nil {
+			_ = l.Close()
+			return p
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("jstest: no free port in 20000..31999")
+	return 0
 }
 
 func tail(path string) string {
