@@ -66,28 +66,8 @@ func consumerKilled[TTx any](t *testing.T, e *env[TTx]) {
 	e.exec(t, effectSQL)
 	ev, _ := e.events(t, true)
 	startEvents(t, ev)
-	const n, keys, rounds = 300, 20, 6
-	effects := func() int { return e.count(t, "SELECT count(*) FROM evcrash_effect") }
-	// The consumer runs in the children only; the first one creates the
-	// durable consumer before anything is published.
-	first := spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 5, "consumer")
-	waitChan(t, "the first consumer", first.ready, first.exited)
-	e.emitAll(t, ev, 0, n, keys)
-	kills := 0
-	for i := range rounds {
-		p := first
-		if i > 0 {
-			p = spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 5+7*i, "consumer")
-		}
-		if !blockedOrDone(t, p, func() bool { return effects() >= n }) {
-			p.kill()
-			break
-		}
-		p.kill()
-		kills++
-	}
-	spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 0, "consumer-final")
-	waitFor(t, "every effect", 2*time.Minute, func() bool { return effects() >= n })
+	const n = 300
+	kills := killConsumers(t, e, ev, n, 20, 6, func(i int) int { return 5 + 7*i }, 2*time.Minute)
 	var dups int64
 	waitFor(t, "the redeliveries absorbed", time.Minute, func() bool {
 		cs, err := ev.ConsumerStats(context.Background())
@@ -102,6 +82,36 @@ func consumerKilled[TTx any](t *testing.T, e *env[TTx]) {
 		t.Fatalf("only %d consumers were killed after a commit", kills)
 	}
 	t.Logf("%s: %d consumers killed after a commit; %d redeliveries absorbed by the inbox", e.h.Bus, kills, dups)
+}
+
+// killConsumers runs the consumer in child processes only (the first one
+// creates the durable consumer before anything is published), emits n
+// events over keys, and for up to rounds children SIGKILLs each right
+// after its blockAt(i)-th commit; then a last child runs to the end. It
+// returns how many children were killed after a commit.
+func killConsumers[TTx any](t *testing.T, e *env[TTx], ev *keelevents.Events[TTx], n, keys, rounds int,
+	blockAt func(round int) int, within time.Duration) int {
+	t.Helper()
+	effects := func() int { return e.count(t, "SELECT count(*) FROM evcrash_effect") }
+	first := spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, blockAt(0), "consumer")
+	waitChan(t, "the first consumer", first.ready, first.exited)
+	e.emitAll(t, ev, 0, n, keys)
+	kills := 0
+	for i := range rounds {
+		p := first
+		if i > 0 {
+			p = spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, blockAt(i), "consumer")
+		}
+		if !blockedOrDone(t, p, func() bool { return effects() >= n }) {
+			p.kill()
+			break
+		}
+		p.kill()
+		kills++
+	}
+	spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 0, "consumer-final")
+	waitFor(t, "every effect", within, func() bool { return effects() >= n })
+	return kills
 }
 
 // WindowConsumerKilled: consumer processes with an ordered window
@@ -122,26 +132,9 @@ func windowConsumerKilled[TTx any](t *testing.T, e *env[TTx]) {
 	e.exec(t, effectSeqSQL)
 	ev, _ := e.events(t, true)
 	startEvents(t, ev)
-	const n, keys, rounds = 400, 16, 3
-	effects := func() int { return e.count(t, "SELECT count(*) FROM evcrash_effect") }
-	first := spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 3, "consumer")
-	waitChan(t, "the first consumer", first.ready, first.exited)
-	e.emitAll(t, ev, 0, n, keys)
-	kills := 0
-	for i := range rounds {
-		p := first
-		if i > 0 {
-			p = spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 3+2*i, "consumer")
-		}
-		if !blockedOrDone(t, p, func() bool { return effects() >= n }) {
-			p.kill()
-			break
-		}
-		p.kill()
-		kills++
-	}
-	spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 0, "consumer-final")
-	waitFor(t, "every effect", 3*time.Minute, func() bool { return effects() >= n })
+	const n = 400
+	// A successor waits out the dead owner's pins (2 × AckWait + 10 s).
+	kills := killConsumers(t, e, ev, n, 16, 3, func(i int) int { return 3 + 2*i }, 3*time.Minute)
 	waitFor(t, "the redeliveries absorbed", time.Minute, func() bool {
 		cs, err := ev.ConsumerStats(context.Background())
 		return err == nil && len(cs) == 1 && cs[0].Lag == 0

@@ -75,26 +75,14 @@ func TestOrderedSharedByTwoInstances(t *testing.T) {
 	waitUntil(t, 60*time.Second, "every message", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		n := 0
-		for _, ids := range got {
-			n += len(ids)
-		}
-		return n == len(msgs)
+		return handled(got) == len(msgs)
 	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(overlap) > 0 {
 		t.Errorf("deliveries of one partition overlapped across instances: %v", overlap)
 	}
-	for p := range partitions {
-		var want []string
-		for i := range perPartition {
-			want = append(want, fmt.Sprintf("p%d-%d", p, i))
-		}
-		if fmt.Sprint(got[p]) != fmt.Sprint(want) {
-			t.Errorf("partition %d handled as %v", p, got[p])
-		}
-	}
+	checkPartitions(t, got, partitions, perPartition)
 	if by["one"] == 0 || by["two"] == 0 {
 		t.Errorf("one instance did all the work: %v", by)
 	}

@@ -393,26 +393,24 @@ func indexOf(ms []*heldMsg, h *heldMsg) int {
 
 // progress tells the server that every held delivery is still being
 // worked on, so that none is redelivered behind this instance's back.
-func (w *windower) progress() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i := range w.lanes {
-		for _, h := range w.lanes[i].msgs {
-			_ = h.m.InProgress()
-		}
-	}
-}
+func (w *windower) progress() { w.each(false, jetstream.Msg.InProgress) }
 
 // handBack negatively acknowledges every held delivery, in order per
 // lane, when a stop gives up waiting.
-func (w *windower) handBack() {
+func (w *windower) handBack() { w.each(true, jetstream.Msg.Nak) }
+
+// each calls f on every held delivery, lane by lane in order, and empties
+// the lanes if asked.
+func (w *windower) each(empty bool, f func(jetstream.Msg) error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := range w.lanes {
 		for _, h := range w.lanes[i].msgs {
-			_ = h.m.Nak()
+			_ = f(h.m)
 		}
-		w.lanes[i].msgs = nil
+		if empty {
+			w.lanes[i].msgs = nil
+		}
 	}
 }
 

@@ -76,11 +76,31 @@ func (r *windowRecorder) handler(name string) func(context.Context, []*keelevent
 func (r *windowRecorder) applied() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return handled(r.got)
+}
+
+// handled counts the ids of got.
+func handled(got map[int][]string) int {
 	n := 0
-	for _, ids := range r.got {
+	for _, ids := range got {
 		n += len(ids)
 	}
 	return n
+}
+
+// checkPartitions reports a partition whose ids are not p<p>-0, p<p>-1, ...
+// in that order, each once.
+func checkPartitions(t *testing.T, got map[int][]string, partitions, perPartition int) {
+	t.Helper()
+	for p := range partitions {
+		var want []string
+		for i := range perPartition {
+			want = append(want, fmt.Sprintf("p%d-%d", p, i))
+		}
+		if fmt.Sprint(got[p]) != fmt.Sprint(want) {
+			t.Errorf("partition %d handled as %v", p, got[p])
+		}
+	}
 }
 
 // check reports any partition not applied exactly once each, in order.
@@ -91,15 +111,7 @@ func (r *windowRecorder) check(t *testing.T, partitions, perPartition int) {
 	if len(r.overlap) > 0 {
 		t.Errorf("deliveries of one partition were handled by two instances at once: %v", r.overlap)
 	}
-	for p := range partitions {
-		var want []string
-		for i := range perPartition {
-			want = append(want, fmt.Sprintf("p%d-%d", p, i))
-		}
-		if fmt.Sprint(r.got[p]) != fmt.Sprint(want) {
-			t.Errorf("partition %d applied as %v", p, r.got[p])
-		}
-	}
+	checkPartitions(t, r.got, partitions, perPartition)
 }
 
 func windowMsgs(topic string, partitions, perPartition int) []keelevents.Message {
@@ -227,23 +239,11 @@ func TestWindowOnServerWithoutPins(t *testing.T) {
 	waitUntil(t, 30*time.Second, "every message", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		n := 0
-		for _, ids := range got {
-			n += len(ids)
-		}
-		return n == partitions*perPartition
+		return handled(got) == partitions*perPartition
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	for p := range partitions {
-		var want []string
-		for i := range perPartition {
-			want = append(want, fmt.Sprintf("p%d-%d", p, i))
-		}
-		if fmt.Sprint(got[p]) != fmt.Sprint(want) {
-			t.Errorf("partition %d handled as %v", p, got[p])
-		}
-	}
+	checkPartitions(t, got, partitions, perPartition)
 	if !pins && windowCalls > 0 {
 		t.Errorf("the window handler ran %d times on a server without pinned consumers", windowCalls)
 	}
