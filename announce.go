@@ -11,6 +11,18 @@ import (
 // cannot be sent costs other instances a poll interval, nothing more.
 const announceTimeout = 5 * time.Second
 
+// announceSpacing is the least time between two rounds of notifications.
+// On PostgreSQL a NOTIFY is a transaction of its own with a durable commit,
+// and notifying transactions hold one lock through their commit: back to
+// back, the rounds added about one commit per insert at 1,000 inserts/s
+// (41,585 commits for 10,000 jobs against 28,114 without them), and every
+// insert's and claim's commit waited behind them for the WAL. Spaced, a
+// sustained stream of inserts costs at most one notifying commit per queue
+// per spacing. The first insert after a quiet spell is announced at once;
+// only other instances can wait the spacing, and the inserting process's
+// own fetchers are woken directly.
+const announceSpacing = 10 * time.Millisecond
+
 // announcer sends the insert notifications of committed inserts, off the
 // inserting goroutine and coalesced per queue.
 //
@@ -24,8 +36,9 @@ const announceTimeout = 5 * time.Second
 // serializes notifying transactions on one lock, so fewer of them also
 // leaves more of the server to the work itself.
 type announcer struct {
-	notify func(ctx context.Context, queue string) error
-	logger *slog.Logger
+	notify  func(ctx context.Context, queue string) error
+	logger  *slog.Logger
+	spacing time.Duration
 
 	mu      sync.Mutex
 	pending map[string]struct{}
@@ -34,7 +47,7 @@ type announcer struct {
 }
 
 func newAnnouncer(notify func(ctx context.Context, queue string) error, logger *slog.Logger) *announcer {
-	a := &announcer{notify: notify, logger: logger, pending: map[string]struct{}{}}
+	a := &announcer{notify: notify, logger: logger, spacing: announceSpacing, pending: map[string]struct{}{}}
 	a.idle = sync.NewCond(&a.mu)
 	return a
 }
@@ -58,7 +71,13 @@ func (a *announcer) announce(queues []string) {
 }
 
 func (a *announcer) send() {
+	var last time.Time
 	for {
+		if !last.IsZero() {
+			// Queues announced during the last round or the spacing go
+			// out together in the next one.
+			time.Sleep(time.Until(last.Add(a.spacing)))
+		}
 		a.mu.Lock()
 		round := a.pending
 		if len(round) == 0 {
@@ -69,6 +88,7 @@ func (a *announcer) send() {
 		}
 		a.pending = map[string]struct{}{}
 		a.mu.Unlock()
+		last = time.Now()
 		for q := range round {
 			ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 			if err := a.notify(ctx, q); err != nil {
