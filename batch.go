@@ -286,7 +286,7 @@ func BatchCreate[F any, TTx any](ctx context.Context, c *Client[TTx], src BatchS
 	if queue == "" {
 		queue = DefaultQueue
 	}
-	if !namePattern.MatchString(queue) {
+	if !validName(queue) {
 		return nil, fmt.Errorf("%w: queue %q", keeltype.ErrInvalidArgument, queue)
 	}
 	var batch *keeltype.BatchRow
@@ -402,7 +402,7 @@ func (c *Client[TTx]) materialize(ctx context.Context, b *keeltype.BatchRow, chu
 		if len(key) > 256 {
 			return fmt.Errorf("%w: flow key %q too long", keeltype.ErrInvalidArgument, flowKey)
 		}
-		if args == nil || !namePattern.MatchString(args.Kind()) {
+		if args == nil || !validName(args.Kind()) {
 			return fmt.Errorf("%w: item %q has no valid job args", keeltype.ErrInvalidArgument, subject)
 		}
 		raw, err := json.Marshal(args)

@@ -245,6 +245,70 @@ func (c *Client[TTx]) InsertManyTx(ctx context.Context, tx TTx, params []InsertP
 	return c.insertMany(ctx, c.driver.UnwrapExecutor(tx), params, false)
 }
 
+// InsertManyFast inserts jobs through the database's bulk load path and
+// returns how many it stored, not the jobs: on PostgreSQL one COPY, about
+// half the server time of InsertMany for a large batch and nothing read
+// back. It is for producers that load many jobs and need no row per job.
+// No job may carry an idempotency key (a duplicate could not be answered
+// with the stored job: use InsertMany) or belong to a batch; such input is
+// refused before anything is written. On SQLite it is InsertMany.
+func (c *Client[TTx]) InsertManyFast(ctx context.Context, params []InsertParams) (int, error) {
+	return c.insertManyFast(ctx, c.driver.Executor(), params, true)
+}
+
+// InsertManyFastTx is InsertManyFast inside the caller's transaction.
+func (c *Client[TTx]) InsertManyFastTx(ctx context.Context, tx TTx, params []InsertParams) (int, error) {
+	return c.insertManyFast(ctx, c.driver.UnwrapExecutor(tx), params, false)
+}
+
+func (c *Client[TTx]) insertManyFast(ctx context.Context, exec keeldriver.Executor, params []InsertParams, committed bool) (int, error) {
+	if len(params) == 0 {
+		return 0, nil
+	}
+	rows := make([]*keeldriver.JobInsertParams, len(params))
+	for i, p := range params {
+		row, err := c.insertParams(p)
+		if err != nil {
+			return 0, fmt.Errorf("job %d: %w", i, err)
+		}
+		if row.IdempotencyKey != "" || row.BatchID != 0 {
+			return 0, fmt.Errorf("job %d: %w: InsertManyFast takes no idempotency key or batch; use InsertMany",
+				i, keeltype.ErrInvalidArgument)
+		}
+		rows[i] = row
+	}
+	queues := dueQueues(rows)
+	n, notified := 0, false
+	if b, ok := exec.(keeldriver.BulkInserter); ok {
+		// Inside the caller's transaction the notification rides in it
+		// (delivered on commit); a committed insert is announced after.
+		var inTx []string
+		if !committed {
+			inTx = queues
+		}
+		stored, err := b.JobInsertBulk(ctx, rows, time.Now(), topicInsert, inTx)
+		if err != nil {
+			return 0, fmt.Errorf("inserting jobs: %w", err)
+		}
+		n, notified = int(stored), !committed
+	} else {
+		res, err := exec.JobInsertMany(ctx, rows)
+		if err != nil {
+			return 0, fmt.Errorf("inserting jobs: %w", err)
+		}
+		n = len(res)
+	}
+	if committed {
+		for _, q := range queues {
+			c.wakeLocal(q)
+		}
+	}
+	if !notified {
+		c.announcer.announce(queues)
+	}
+	return n, nil
+}
+
 // insertMany inserts through exec; committed says the insert is committed
 // when exec returns (not inside a caller's transaction).
 func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, params []InsertParams, committed bool) ([]InsertResult, error) {
@@ -385,9 +449,9 @@ func pick[T comparable](a, b T) T {
 
 func validateInsertOpts(kind string, o InsertOpts) error {
 	switch {
-	case !namePattern.MatchString(kind):
+	case !validName(kind):
 		return fmt.Errorf("%w: kind %q must be 1-128 of A-Z a-z 0-9 _ . : -", keeltype.ErrInvalidArgument, kind)
-	case !namePattern.MatchString(o.Queue):
+	case !validName(o.Queue):
 		return fmt.Errorf("%w: queue %q must be 1-128 of A-Z a-z 0-9 _ . : -", keeltype.ErrInvalidArgument, o.Queue)
 	case o.Priority < 1 || o.Priority > 4:
 		return fmt.Errorf("%w: priority must be 1..4, got %d", keeltype.ErrInvalidArgument, o.Priority)

@@ -19,7 +19,7 @@ func ValidateFlowLimit(l *keeltype.FlowLimit) error {
 	switch {
 	case p == "" || len(p) > 256 || strings.Count(p, "*") > 1 || (strings.Contains(p, "*") && !strings.HasSuffix(p, "*")):
 		return bad("pattern must be a key, a prefix ending in '*', or '*'")
-	case l.Queue != "" && !namePattern.MatchString(l.Queue):
+	case l.Queue != "" && !validName(l.Queue):
 		return bad("bad queue name %q", l.Queue)
 	case l.Rate < 0 || l.Rate > 1e6:
 		return bad("rate must be 0..1000000 per second, got %v", l.Rate)

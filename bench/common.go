@@ -44,6 +44,10 @@ type runConfig struct {
 	Logger      *slog.Logger
 	// Causes receives Keel's latency breakdown (--keel-causes); nil: none.
 	Causes io.Writer
+	// KeelInsertRows makes Keel's drain and continuous insert with
+	// InsertMany (every stored job returned) instead of InsertManyFast
+	// (--keel-insert-rows).
+	KeelInsertRows bool
 }
 
 func (c *runConfig) logger() *slog.Logger {

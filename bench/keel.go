@@ -18,6 +18,7 @@ func runKeel(ctx context.Context, cfg *runConfig) (*Result, error) {
 		Workers:     cfg.Workers,
 		Logger:      cfg.Logger,
 		Causes:      cfg.Causes,
+		InsertRows:  cfg.KeelInsertRows,
 	})
 	if err != nil {
 		return nil, err

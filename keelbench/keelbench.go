@@ -49,8 +49,12 @@ type Config struct {
 	// Logger for progress; nil discards.
 	Logger *slog.Logger
 	// ClaimStats, if set, receives the count and duration of claim
-	// statements after drain and latency runs.
+	// statements after drain, continuous and latency runs.
 	ClaimStats io.Writer
+	// InsertRows makes drain and continuous insert with InsertMany, which
+	// returns every stored job, instead of InsertManyFast (the bulk path,
+	// COPY on PostgreSQL, which River's InsertManyFast matches).
+	InsertRows bool
 	// Causes, if set, receives a latency run's breakdown of enqueue→start
 	// delays by segment and what the tail was made of (see causes.go).
 	Causes io.Writer

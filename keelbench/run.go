@@ -90,7 +90,11 @@ func insertBatch[TTx any](ctx context.Context, cl *keel.Client[TTx], c *Config, 
 	for i := range params {
 		params[i] = keel.InsertParams{Args: args(), Opts: c.opts(from + i)}
 	}
-	_, err := cl.InsertMany(ctx, params)
+	if c.InsertRows {
+		_, err := cl.InsertMany(ctx, params)
+		return err
+	}
+	_, err := cl.InsertManyFast(ctx, params)
 	return err
 }
 
@@ -165,6 +169,9 @@ func continuous[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Confi
 	worked := w.n.Load()
 	el := time.Since(start)
 	_ = cl.StopAndCancel(context.WithoutCancel(ctx))
+	if c.ClaimStats != nil {
+		claimStats(cl.Metrics(), c.ClaimStats)
+	}
 	return &Result{Mode: "continuous", Jobs: int(worked), Elapsed: el, JobsPerSec: float64(worked) / el.Seconds()}, nil
 }
 

@@ -123,6 +123,21 @@ type InsertNotifier interface {
 	JobInsertManyNotify(ctx context.Context, params []*JobInsertParams, topic string, queues []string) ([]JobInsertResult, error)
 }
 
+// BulkInserter is an optional Executor capability: insert jobs through the
+// database's bulk load path (PostgreSQL: COPY) and report only how many
+// were stored. No row comes back, so nothing is read or decoded per job;
+// in exchange no job may carry an idempotency key (a duplicate could not be
+// answered with the stored job) or belong to a batch. State and run_at are
+// decided from now, the caller's clock: a job due at or before now is
+// available, a later one scheduled. Inside a caller's transaction the
+// insert notification for queues is sent in that transaction too (as
+// InsertNotifier does); outside one the caller passes no queues and
+// announces after the commit. Drivers without it are served by
+// JobInsertMany.
+type BulkInserter interface {
+	JobInsertBulk(ctx context.Context, params []*JobInsertParams, now time.Time, topic string, queues []string) (int64, error)
+}
+
 // ExecutorTx is an Executor inside one transaction.
 type ExecutorTx interface {
 	Executor

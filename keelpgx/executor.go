@@ -20,6 +20,7 @@ type dbtx interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
 }
 
 // executor implements keeldriver.Executor over a dbtx. claim runs the
@@ -130,6 +131,13 @@ func (p poolDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // so callers check Driver.closed before batching.
 func (p poolDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return p.pool().SendBatch(ctx, b)
+}
+
+func (p poolDB) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if p.d.closed.Load() {
+		return 0, keeldriver.ErrClosed
+	}
+	return p.pool().CopyFrom(ctx, table, columns, src)
 }
 
 type errRow struct{ err error }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -92,7 +93,7 @@ func benchCmd() *cobra.Command {
 	cfg := &keelbench.Config{}
 	var claimStats, causes bool
 	ev := &keelbench.EventsConfig{}
-	var phases string
+	var phases, cpuProfile string
 	cmd := &cobra.Command{Use: "bench", Short: "Measure throughput or latency (drain, continuous, latency, events)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Mode == "events" {
@@ -107,6 +108,17 @@ func benchCmd() *cobra.Command {
 			cfg.DatabaseURL, _ = dbFlags(cmd)
 			if cfg.DatabaseURL == "" {
 				cfg.DatabaseURL = "sqlite:"
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("creating the CPU profile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("starting the CPU profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
 			}
 			return cli.Bench(cmd.Context(), cfg, cmd.OutOrStdout())
 		}}
@@ -123,6 +135,8 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Workers, "workers", 100, "concurrent workers")
 	cmd.Flags().IntVar(&cfg.FlowKeys, "flow-keys", 0, "spread jobs over this many flow keys")
 	cmd.Flags().IntVar(&cfg.FinishedRows, "finished-rows", 0, "pre-fill this many completed jobs")
+	cmd.Flags().BoolVar(&cfg.InsertRows, "insert-rows", false, "drain/continuous: insert with InsertMany (every stored job returned) instead of InsertManyFast (COPY on PostgreSQL)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile (go tool pprof) to this file: where the engine's own time goes")
 	cmd.Flags().BoolVar(&claimStats, "claim-stats", false, "also print how many claim statements ran and their mean duration")
 	cmd.Flags().BoolVar(&causes, "latency-causes", false, "latency: also print the delays split by segment and what the p99 tail was made of (GC pauses, scheduler latency, database wait events)")
 	return cmd
