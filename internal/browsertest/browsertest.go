@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,9 +20,30 @@ import (
 
 // ScreenshotDir is where screenshots go: testdata/screenshots/ at the
 // repository root (git-ignored).
+// The root is found from the working directory (a test runs in its
+// package's directory), not from this file's compiled path, which is
+// module-relative when built with -trimpath (make test does).
 func ScreenshotDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "screenshots")
+	return filepath.Join(repoRoot(), "testdata", "screenshots")
+}
+
+// repoRoot walks up from the working directory to the go.mod of the keel
+// module; the working directory itself if there is none.
+func repoRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/keelwork/keel\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return wd
+		}
+		dir = parent
+	}
 }
 
 // Chromium finds the browser: KEEL_TEST_CHROMIUM, else a chromium on PATH.
