@@ -265,17 +265,15 @@ func (c *Client[TTx]) insertManyFast(ctx context.Context, exec keeldriver.Execut
 	if len(params) == 0 {
 		return 0, nil
 	}
-	rows := make([]*keeldriver.JobInsertParams, len(params))
-	for i, p := range params {
-		row, err := c.insertParams(p)
-		if err != nil {
-			return 0, fmt.Errorf("job %d: %w", i, err)
-		}
+	rows, err := c.insertRowsOf(params)
+	if err != nil {
+		return 0, err
+	}
+	for i, row := range rows {
 		if row.IdempotencyKey != "" || row.BatchID != 0 {
 			return 0, fmt.Errorf("job %d: %w: InsertManyFast takes no idempotency key or batch; use InsertMany",
 				i, keeltype.ErrInvalidArgument)
 		}
-		rows[i] = row
 	}
 	queues := dueQueues(rows)
 	n, notified := 0, false
@@ -298,14 +296,7 @@ func (c *Client[TTx]) insertManyFast(ctx context.Context, exec keeldriver.Execut
 		}
 		n = len(res)
 	}
-	if committed {
-		for _, q := range queues {
-			c.wakeLocal(q)
-		}
-	}
-	if !notified {
-		c.announcer.announce(queues)
-	}
+	c.inserted(queues, committed, notified)
 	return n, nil
 }
 
@@ -315,13 +306,9 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	if len(params) == 0 {
 		return nil, nil
 	}
-	rows := make([]*keeldriver.JobInsertParams, len(params))
-	for i, p := range params {
-		row, err := c.insertParams(p)
-		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
-		}
-		rows[i] = row
+	rows, err := c.insertRowsOf(params)
+	if err != nil {
+		return nil, err
 	}
 	queues := dueQueues(rows)
 	results, notified, err := c.insertRows(ctx, exec, rows, queues, committed)
@@ -332,9 +319,30 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	for i, r := range results {
 		out[i] = InsertResult{Job: r.Job, Duplicate: r.Duplicate}
 	}
+	c.inserted(queues, committed, notified)
+	return out, nil
+}
+
+// insertRowsOf validates and encodes params; nothing is written when one
+// of them is refused.
+func (c *Client[TTx]) insertRowsOf(params []InsertParams) ([]*keeldriver.JobInsertParams, error) {
+	rows := make([]*keeldriver.JobInsertParams, len(params))
+	for i, p := range params {
+		row, err := c.insertParams(p)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// inserted wakes whoever should learn of an insert: this process's own
+// fetchers at once when it is committed (no round trip through the
+// database), other instances by an announcement unless the driver already
+// sent the notification in the insert's transaction.
+func (c *Client[TTx]) inserted(queues []string, committed, notified bool) {
 	if committed {
-		// This process's own fetchers need no round trip through the
-		// database to learn of a committed insert.
 		for _, q := range queues {
 			c.wakeLocal(q)
 		}
@@ -342,7 +350,6 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	if !notified {
 		c.announcer.announce(queues)
 	}
-	return out, nil
 }
 
 // insertRows inserts. Inside a caller's transaction the insert
