@@ -495,7 +495,7 @@ func TestConcurrentUp(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		d1, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
-		d2, err := keelpgx.Open(context.Background(), testdb.PostgresURL(t), &keelpgx.Config{Schema: schema})
+		d2, err := keelpgx.Open(context.Background(), testdb.PoolURL(t), &keelpgx.Config{Schema: schema})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,7 +508,7 @@ func TestConcurrentUp(t *testing.T) {
 	t.Run("postgres-without-lock", func(t *testing.T) {
 		t.Parallel()
 		d1, schema := testdb.OpenPostgres(t, &testdb.Options{Bare: true})
-		d2, err := keelpgx.Open(context.Background(), testdb.PostgresURL(t), &keelpgx.Config{Schema: schema})
+		d2, err := keelpgx.Open(context.Background(), testdb.PoolURL(t), &keelpgx.Config{Schema: schema})
 		if err != nil {
 			t.Fatal(err)
 		}

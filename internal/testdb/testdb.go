@@ -16,7 +16,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"github.com/keelwork/keel/keelsql"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,6 +30,7 @@ import (
 	"github.com/keelwork/keel/keeldriver"
 	"github.com/keelwork/keel/keelmigrate"
 	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keelsqlite"
 )
 
@@ -88,6 +89,40 @@ func PostgresURL(t testing.TB) string {
 	return u
 }
 
+// TestPoolConns caps the pool of a driver a test opens in process
+// (OpenPostgres, PoolURL). A driver's default pool is 20 connections
+// (keelpgx.DefaultMaxConns), opened as demand comes; two packages' tests
+// run side by side, each with its parallel tests and the drivers of
+// several instances, against one PostgreSQL whose default
+// max_connections is 100. Uncapped, the reservation and delivery tests
+// together held all 100 (64 and 36), and whatever connected next was
+// refused ("too many clients"). 8 is more than any test's concurrency
+// needs: a pool this size queues a burst, it does not fail it.
+const TestPoolConns = 8
+
+// PoolURL is PostgresURL with the pool capped at TestPoolConns, unless the
+// URL already sizes it: for a test that opens another driver in process.
+func PoolURL(t testing.TB) string {
+	t.Helper()
+	u := PostgresURL(t)
+	if strings.Contains(u, "pool_max_conns") {
+		return u
+	}
+	return withPoolMax(u, TestPoolConns)
+}
+
+// withPoolMax appends pool_max_conns to a URL or keyword/value string.
+func withPoolMax(u string, n int) string {
+	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return fmt.Sprintf("%s pool_max_conns=%d", u, n)
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%spool_max_conns=%d", u, sep, n)
+}
+
 // ServeURL is PostgresSchemaURL for a Keel server a test starts (in
 // process or as the binary): its pool is capped at 8 connections. A
 // server's default pool is 20 and the package's tests run in parallel,
@@ -95,12 +130,7 @@ func PostgresURL(t testing.TB) string {
 // max_connections is 100: two servers with every module held 43.
 func ServeURL(t testing.TB, schema string) string {
 	t.Helper()
-	u := PostgresSchemaURL(t, schema)
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
-	return u + sep + "pool_max_conns=8"
+	return withPoolMax(PostgresSchemaURL(t, schema), 8)
 }
 
 // PostgresSchemaURL returns the test server's URL with search_path set to
@@ -183,7 +213,7 @@ func OpenPostgres(t testing.TB, opts *Options) (*keelpgx.Driver, string) {
 
 	// The driver's pool outlives this function: do not hand it ctx, which
 	// is cancelled on return.
-	d, err := keelpgx.Open(context.Background(), base, &keelpgx.Config{Schema: schema})
+	d, err := keelpgx.Open(context.Background(), PoolURL(t), &keelpgx.Config{Schema: schema})
 	if err != nil {
 		t.Fatalf("testdb: opening keelpgx on schema %s: %v", schema, err)
 	}

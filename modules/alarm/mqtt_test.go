@@ -88,6 +88,9 @@ func restartablePort(t testing.TB) int {
 
 func (m *mosquitto) start() {
 	m.t.Helper()
+	// Counted before the start: a broker quick enough to log its start
+	// before this line ran left the wait looking for a line that never came.
+	starts := strings.Count(m.logText(), " running")
 	m.cmd = exec.Command("mosquitto", "-c", m.conf)
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatalf("starting mosquitto: %v", err)
@@ -95,7 +98,6 @@ func (m *mosquitto) start() {
 	exited := make(chan error, 1)
 	m.exited = exited
 	go func(cmd *exec.Cmd) { exited <- cmd.Wait() }(m.cmd)
-	starts := strings.Count(m.logText(), " running")
 	// Listening is read from this broker's own log: a dial could reach
 	// another process holding the port.
 	moduletest.WaitFor(m.t, 20*time.Second, "mosquitto listening", func() bool {
@@ -146,7 +148,7 @@ func TestAlarmMQTTChild(t *testing.T) {
 	}
 	switch dialect {
 	case "postgres":
-		d, err := keelpgx.Open(ctx, testdb.PostgresURL(t), &keelpgx.Config{Schema: os.Getenv("ALARM_CHILD_DB")})
+		d, err := keelpgx.Open(ctx, testdb.PoolURL(t), &keelpgx.Config{Schema: os.Getenv("ALARM_CHILD_DB")})
 		if err != nil {
 			t.Fatal(err)
 		}

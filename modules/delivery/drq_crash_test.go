@@ -52,7 +52,7 @@ func startChild[TTx any](t *testing.T, e *env[TTx], name string, settings ...str
 	if e.path != "" {
 		cmd.Env = append(cmd.Env, "DELIVERY_HELPER_SQLITE="+e.path)
 	} else {
-		cmd.Env = append(cmd.Env, "DELIVERY_HELPER_URL="+testdb.PostgresURL(t), "DELIVERY_HELPER_SCHEMA="+e.schema)
+		cmd.Env = append(cmd.Env, "DELIVERY_HELPER_URL="+testdb.PoolURL(t), "DELIVERY_HELPER_SCHEMA="+e.schema)
 	}
 	cmd.Stderr = logFile
 	// The child never outlives the test binary.

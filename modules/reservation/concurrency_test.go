@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // process, as far as PostgreSQL can tell.
 func openInstance(t *testing.T, e *env[pgx.Tx]) (*keelpgx.Driver, keelsql.DB[pgx.Tx]) {
 	t.Helper()
-	d, err := keelpgx.Open(context.Background(), testdb.PostgresURL(t), &keelpgx.Config{Schema: e.schema})
+	d, err := keelpgx.Open(context.Background(), testdb.PoolURL(t), &keelpgx.Config{Schema: e.schema})
 	if err != nil {
 		t.Fatalf("opening instance: %v", err)
 	}
@@ -53,8 +54,12 @@ func TestThreeInstancesReleaseEachOnce(t *testing.T) {
 			defer wg.Done()
 			for {
 				run, err := m.Scan(ctx)
-				if err != nil || run.Errors != "" {
+				if err != nil {
 					errs <- err
+					return
+				}
+				if run.Errors != "" {
+					errs <- fmt.Errorf("run %d: %s", run.ID, run.Errors)
 					return
 				}
 				totals[i] += run.Released

@@ -152,6 +152,17 @@ func duplicates[TTx any](t *testing.T, m *Module[TTx]) int64 {
 // delivery row per event, due now.
 func redeliver[TTx any](t *testing.T, e *env[TTx]) {
 	t.Helper()
+	// A notice is "sent" once its send commits; the consumer's
+	// acknowledgement (deleting its delivery row) commits after that. Until
+	// it has, inserting the same delivery again collides with the row.
+	pending := "SELECT count(*) FROM keel_events_bus_delivery WHERE consumer = '" + NotifierConsumer + "'"
+	eventually(t, "the notifier's deliveries acknowledged", func() bool {
+		var n int
+		if err := e.db.QueryRow(context.Background(), pending).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", pending, err)
+		}
+		return n == 0
+	})
 	due := "0"
 	if e.db.Dialect() == "postgres" {
 		due = "now() - interval '1 hour'"

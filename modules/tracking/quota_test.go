@@ -63,7 +63,7 @@ func TestTrackingQuotaShares(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(moduletest.Postgres(t, lines))
-		dsn := testdb.PostgresURL(t)
+		dsn := testdb.PoolURL(t)
 		var other *proc
 		testQuotaShares(t, e, quotaCarrier(), func(c domain.Carrier) {
 			other = startProcess(t, dsn, e.Schema, "quota-1", []domain.Carrier{c})
