@@ -194,9 +194,17 @@ if (($# == 0)); then
 	step "go test -count=1 export memory and crash tests at full size (no -race)" \
 		go test -count=1 -timeout 8m -run '^(TestExportMemoryBound|TestExportCrash)$' ./modules/export/
 fi
+# Packages tested at once: go test's default is one per core, but on two
+# cores the suite kept under one core busy on average: its tests mostly wait
+# for the database, the broker, child processes and browsers. Four at once
+# on a small machine; the default (the core count) on a larger one. The
+# tests' pools are capped (internal/testdb) so that four packages fit a
+# PostgreSQL with the default 100 connections.
+pkgs_at_once=$(nproc 2>/dev/null || echo 2)
+((pkgs_at_once < 4)) && pkgs_at_once=4
 # The main suite runs last so that its output closes the log.
-step "go test -race -count=1 -timeout 18m (${#args[@]} packages)" \
-	go test -race -count=1 -timeout 18m "${args[@]}"
+step "go test -race -count=1 -p $pkgs_at_once -timeout 18m (${#args[@]} packages)" \
+	go test -race -count=1 -p "$pkgs_at_once" -timeout 18m "${args[@]}"
 
 print_summary
 ((failed == 0))

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,30 +54,56 @@ type proc struct {
 	cmd   *exec.Cmd
 	lines chan string
 	out   strings.Builder
+
+	mu       sync.Mutex
+	tail     []string      // the last lines written, for a failure's report
+	readDone chan struct{} // closed when the output has been read to its end
+}
+
+// keep records line in the tail.
+func (p *proc) keep(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.tail) == 1500 {
+		p.tail = p.tail[1:]
+	}
+	p.tail = append(p.tail, line)
+}
+
+func (p *proc) tailText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, "\n")
 }
 
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	// Its stop is bounded well inside the 20 s this helper waits for it: the
+	// default (30 s for running jobs, then 5 s of backstop) would let a demo
+	// job still running at SIGTERM outlast the wait on a loaded machine. A
+	// test's own env, later in the list, overrides it.
+	cmd.Env = append(append(os.Environ(), "KEEL_SHUTDOWN_TIMEOUT=10s"), env...)
 	// A process of its own folder: what keel writes relative to where it
 	// runs (`keel serve`'s exports under .keel/) stays out of the source tree.
 	cmd.Dir = t.TempDir()
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &proc{cmd: cmd, lines: make(chan string, 1000)}
+	p := &proc{cmd: cmd, lines: make(chan string, 1000), readDone: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
+			p.keep(sc.Text())
 			select {
 			case p.lines <- sc.Text():
 			default:
 			}
 		}
 		close(p.lines)
+		close(p.readDone)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -85,8 +112,18 @@ func start(t *testing.T, env []string, args ...string) *proc {
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("keel %v did not stop within 20s of SIGTERM", args)
+			// SIGQUIT: the Go runtime writes every goroutine's stack and
+			// exits, so the report shows what the stop waited for.
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			_ = pw.Close()
+			<-p.readDone
+			t.Errorf("keel %v did not stop within 20s of SIGTERM; its last output:\n%s", args, p.tailText())
 		}
 		_ = pw.Close()
 	})
