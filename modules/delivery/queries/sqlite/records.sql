@@ -9,9 +9,14 @@
 -- (created at or before), ?8 keyword LIKE pattern. NULL turns a term off.
 
 -- name: RecordInsert
+-- The enterprise is the application's, read here: the caller's value (from
+-- its in-memory application cache) is only a fallback, since an
+-- application created on another instance within the last heartbeat is
+-- not in that cache yet, and a record filed under no enterprise drops out
+-- of every list that joins its enterprise.
 INSERT INTO dlv_record (kind, app_id, enterprise_id, submit_id, msg_id, phone, payload, upstream_key,
     status, history, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+VALUES (?1, ?2, COALESCE((SELECT enterprise_id FROM dlv_application WHERE id = ?2), ?3), ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
 ON CONFLICT (upstream_key) DO NOTHING
 RETURNING id;
 
