@@ -11,10 +11,11 @@
 #    in KEEL_TEST_MQTT_URL for the alarm module's MQTT tests;
 # 2. makes sure a C compiler (for -race) and Debian's chromium (for the console
 #    browser tests; KEEL_TEST_CHROMIUM) are installed;
-# 3. go vet, then (full run) delivery's requeue tests on SQLite and the
-#    export's full-size memory and crash tests without -race,
-#    then go test -race -count=1 -timeout 18m on the packages (./... by
-#    default), then — on a full run — vet and test the separate module in bench/;
+# 3. go vet, then (full run) vet and test the separate module in bench/, the
+#    flow limiter tests alone, delivery's requeue tests on SQLite and the
+#    export's full-size memory and crash tests without -race, then
+#    go test -race -count=1 -p 4 -timeout 18m on the packages (./... by
+#    default; -p is the core count on machines with more than four);
 # 4. prints a summary and exits non-zero if any step failed.
 #
 # With arguments, they are passed to `go test` after the defaults (so -count,
