@@ -118,7 +118,10 @@ func TestServeCarriesEventsOnJetStream(t *testing.T) {
 // on JetStream.
 func assertDevRelaysToJetStream(t *testing.T, dbPath, natsURL string) {
 	t.Helper()
-	d, err := keelsqlite.Open(dbPath, nil)
+	// A second process on the dev's file waits for its write lock among
+	// the demo's writers, which hold it longer on a loaded machine (four
+	// race-instrumented packages at once): 10 s, the default, ran out.
+	d, err := keelsqlite.Open(dbPath, &keelsqlite.Config{BusyTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
