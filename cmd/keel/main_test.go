@@ -200,7 +200,11 @@ func TestDevShowsMovingWork(t *testing.T) {
 	p := start(t, nil, devArgs...)
 	natsURL := p.await(t, natsLine, 30*time.Second)[1]
 	assertDevJetStream(t, natsURL)
-	token := p.await(t, tokenLine, 30*time.Second)[1]
+	// The token is printed after the migrations and every module's start:
+	// a few seconds for a race build alone, but beside three other test
+	// packages on two cores it has taken more than 30. The wait ends as
+	// soon as the line is there.
+	token := p.await(t, tokenLine, 90*time.Second)[1]
 	url := p.await(t, consoleLine, 30*time.Second)[1]
 	assertDevRelaysToJetStream(t, filepath.Join(dir, "keel.db"), natsURL)
 	deadline := time.Now().Add(60 * time.Second)
@@ -260,7 +264,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 	}
 	again := start(t, nil, devArgs...)
 	again.await(t, natsLine, 30*time.Second)
-	again.await(t, existsLine, 30*time.Second)
+	again.await(t, existsLine, 90*time.Second) // after every module's start, as above
 	url = again.await(t, consoleLine, 30*time.Second)[1]
 	var page api.Page[*api.Job]
 	if st := getJSON(t, url+"/api/v1/jobs?state=completed&limit=1", token, &page); st != 200 || len(page.Data) == 0 {
