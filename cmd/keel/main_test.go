@@ -76,6 +76,17 @@ func (p *proc) tailText() string {
 	return strings.Join(p.tail, "\n")
 }
 
+// problems is the last n warning and error lines of the output.
+func (p *proc) problems(n int) string {
+	var out []string
+	for _, l := range strings.Split(p.tailText(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
+
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
@@ -206,7 +217,7 @@ func TestDevShowsMovingWork(t *testing.T) {
 	// soon as the line is there.
 	token := p.await(t, tokenLine, 90*time.Second)[1]
 	url := p.await(t, consoleLine, 30*time.Second)[1]
-	assertDevRelaysToJetStream(t, filepath.Join(dir, "keel.db"), natsURL)
+	assertDevRelaysToJetStream(t, p, filepath.Join(dir, "keel.db"), natsURL)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var page api.Page[*api.Job]

@@ -52,20 +52,33 @@ type devRun struct {
 	base   string // the console's URL
 	cancel context.CancelFunc
 	done   chan error // what cli.Dev returned
+	ended  chan struct{} // closed once cli.Dev has returned
 }
 
 // startDev starts `keel dev` on dir, with free ports, and waits until it
 // is ready; the test's end stops it if the test did not.
 func startDev(t *testing.T, dir string) *devRun {
 	t.Helper()
-	r := &devRun{out: &lockedBuffer{}, done: make(chan error, 1)}
+	r := &devRun{out: &lockedBuffer{}, done: make(chan error, 1), ended: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	t.Cleanup(cancel)
+	// A test that ends without stopping it stops it here and waits, so
+	// the stop (and anything it logs or overruns) belongs to this test and
+	// not to whichever runs next.
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.ended:
+		case <-time.After(60 * time.Second):
+			t.Errorf("keel dev did not stop within 60 s of the test's end:\n%s", r.out)
+		}
+	})
 	ready := make(chan string, 1)
 	go func() {
-		r.done <- cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: r.out, ModuleSettings: devPorts(),
+		err := cli.Dev(ctx, &cli.DevOpts{DataDir: dir, Addr: "127.0.0.1:0", Out: r.out, ModuleSettings: devPorts(),
 			Ready: func(u string) { ready <- u }})
+		r.done <- err
+		close(r.ended)
 	}()
 	select {
 	case r.base = <-ready:
