@@ -130,8 +130,7 @@ func batchOutcomeParams(p *keeldriver.JobFinishParams, row *keeltype.JobRow, err
 func (c *Client[TTx]) batchLimitsFresh(ctx context.Context, keys []string, queue string, limits *limitSet) (*limitSet, error) {
 	for _, k := range keys {
 		if _, ok := batchOfKey(k); ok && limits.match(k, queue) == nil {
-			c.limits.invalidate()
-			return c.limits.get(ctx)
+			return c.limits.fresh(ctx)
 		}
 	}
 	return limits, nil

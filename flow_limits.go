@@ -86,33 +86,67 @@ func pickQueue(ls []*keeltype.FlowLimit, queue string) *keeltype.FlowLimit {
 }
 
 // limitCache refreshes the limit set at most every limitCacheTTL.
+//
+// The mutex is never held across the load: callers include transactions
+// that already hold a pool connection (a claim, a batch settle, a
+// completion), and a load needs another. With the lock held through it,
+// a full pool deadlocked: the loader waited for a connection that the
+// transactions queued behind the lock would never give back. Now one
+// caller refreshes while the others keep the last set (at most a refresh
+// stale, as the TTL already allows), so the only second connection asked
+// for at a time is the refresher's.
 type limitCache struct {
 	mu      sync.Mutex
 	set     *limitSet
 	fetched time.Time
+	loading int    // refreshes under way; others serve set meanwhile
+	gen     uint64 // bumped by invalidate: a load begun before is stale on arrival
 	load    func(ctx context.Context) ([]*keeltype.FlowLimit, error)
 }
 
 func (c *limitCache) get(ctx context.Context) (*limitSet, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.set != nil && time.Since(c.fetched) < limitCacheTTL {
-		return c.set, nil
+	if c.set != nil && (c.loading > 0 || time.Since(c.fetched) < limitCacheTTL) {
+		set := c.set
+		c.mu.Unlock()
+		return set, nil
 	}
+	c.mu.Unlock()
+	return c.refresh(ctx)
+}
+
+// fresh loads the limits now, whatever the cache holds: for a caller that
+// knows a limit it needs was created after the last load.
+func (c *limitCache) fresh(ctx context.Context) (*limitSet, error) { return c.refresh(ctx) }
+
+func (c *limitCache) refresh(ctx context.Context) (*limitSet, error) {
+	c.mu.Lock()
+	gen := c.gen
+	c.loading++
+	c.mu.Unlock()
 	limits, err := c.load(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loading--
 	if err != nil {
 		if c.set != nil {
 			return c.set, nil // keep serving the last known limits
 		}
 		return nil, err
 	}
-	c.set, c.fetched = newLimitSet(limits), time.Now()
+	c.set = newLimitSet(limits)
+	if gen == c.gen {
+		c.fetched = time.Now()
+	} else {
+		c.fetched = time.Time{} // invalidated while loading: the next get loads again
+	}
 	return c.set, nil
 }
 
 func (c *limitCache) invalidate() {
 	c.mu.Lock()
 	c.fetched = time.Time{}
+	c.gen++
 	c.mu.Unlock()
 }
 
