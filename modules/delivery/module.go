@@ -165,6 +165,9 @@ func (m *Module[TTx]) Start(ctx context.Context, client *keel.Client[TTx]) error
 // goRun runs f in the module's run; Stop waits for it.
 func (m *Module[TTx]) goRun(f func()) { m.base.Life.Go(func(context.Context) { f() }) }
 
+// presenceDropTimeout bounds Stop's last statement, the presence drop.
+const presenceDropTimeout = 2 * time.Second
+
 // Stop ends the gateway and background work; held connections close, so
 // their customers reconnect to another instance.
 func (m *Module[TTx]) Stop(ctx context.Context) error {
@@ -187,7 +190,14 @@ func (m *Module[TTx]) Stop(ctx context.Context) error {
 	if stopped != nil {
 		errs = append(errs, stopped)
 	}
-	if err := m.st.beat(context.WithoutCancel(ctx), m.instance, nil); err != nil {
+	// The presence drop lets another instance take these customers at
+	// once instead of after the presence expires, so it is tried even when
+	// the stop's own time is spent; but only briefly: on SQLite it queues
+	// for the one write connection behind the engine's claims, and an
+	// unbounded wait there once held a stop past its bound.
+	dropCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), presenceDropTimeout)
+	defer cancel()
+	if err := m.st.beat(dropCtx, m.instance, nil); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
