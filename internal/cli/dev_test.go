@@ -51,7 +51,7 @@ type devRun struct {
 	out    *lockedBuffer
 	base   string // the console's URL
 	cancel context.CancelFunc
-	done   chan error // what cli.Dev returned
+	done   chan error    // what cli.Dev returned
 	ended  chan struct{} // closed once cli.Dev has returned
 }
 
