@@ -141,6 +141,20 @@ func (c *Client[TTx]) spawn(f func()) {
 	}()
 }
 
+// StopClaiming makes the client claim no new jobs, at once and for good;
+// jobs already running go on and their results are committed. It is the
+// first step of a stop in which other parts (an application's modules,
+// listeners, connections) stop before the client: their stop work then
+// does not compete with new claims for the database (on SQLite, for its
+// one write connection). Stop or StopAndCancel must still be called.
+func (c *Client[TTx]) StopClaiming() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.producers {
+		p.stopFetching()
+	}
+}
+
 // Stop is the soft stop: no new claims; running jobs finish; their results
 // are committed; leadership is resigned. If ctx ends first, running jobs are
 // cancelled and handed back (see StopAndCancel).

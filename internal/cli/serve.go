@@ -223,6 +223,11 @@ func shutdown[TTx any](ctx context.Context, srv *server.Server, client *keel.Cli
 	// stop ends within timeout in all.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout-handBackOf(timeout))
 	defer cancel()
+	// No new claims from here: what the modules do to stop (closing
+	// customer sessions, a last presence write) would otherwise queue
+	// behind them for the database, on SQLite for its one writer. Running
+	// jobs go on; the client's own stop below waits for them.
+	client.StopClaiming()
 	if srv != nil {
 		_ = srv.Shutdown(stopCtx)
 	}
