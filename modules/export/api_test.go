@@ -110,6 +110,10 @@ func testCaps[TTx any](t *testing.T, e *tenv[TTx]) {
 	m.SetHeapWatermark(1 << 40)
 	waitState(t, m, aliceIDs[1], 4*time.Minute, StateSucceeded)
 	waitRunning(t, m, "cap", 0)
+	// Claims held again, or an export accepted early in the race could
+	// finish before its last request and rightly free a third slot (seen
+	// under load: 3 of 5 accepted).
+	m.SetHeapWatermark(1)
 	accepted(t, "alice racing after finishing", race(t, srv.URL, alice, 5), 2, CodeUserBusy)
 	if got := m.Stat("refused_user_inflight") + m.Stat("refused_tenant_inflight"); got != 4+5+3+3 {
 		t.Fatalf("%d refusals counted, want %d", got, 4+5+3+3)
