@@ -207,9 +207,18 @@ func testQuarantine[TTx any](t *testing.T, env *tenv[TTx]) {
 	start(t, env, ev)
 	emit(t, env, ev, keelevents.Event{Topic: "pay.done", ID: "p-1", Key: "o-1", Payload: json.RawMessage(`{"amount":100}`)})
 	eventually(t, "the effect", func() bool { return count(t, env, "SELECT count(*) FROM t_effect") == 1 })
+	// The acknowledgement follows the handler's commit: until it lands the
+	// bus still holds p-1 and would absorb the conflicting copy below as a
+	// duplicate publish, so no quarantine could ever appear.
+	eventually(t, "the acknowledgement", func() bool {
+		return count(t, env, "SELECT count(*) FROM keel_events_bus_delivery") == 0
+	})
 	ctx := context.Background()
 	if err := ev.Archive(ctx); err != nil { // prunes the bus
 		t.Fatal(err)
+	}
+	if n := count(t, env, "SELECT count(*) FROM keel_events_bus_message"); n != 0 {
+		t.Fatalf("the bus still holds %d messages after the prune", n)
 	}
 	m := keelevents.Message{Topic: "pay.done", ID: "p-1", Key: "o-1", Type: "pay.done", Payload: []byte(`{"amount":999}`),
 		Digest: keelevents.Digest([]byte(`{"amount":999}`)), EmittedAt: time.Now().UTC()}
