@@ -68,10 +68,21 @@ func Chromium(t *testing.T) string {
 
 // Browser is one headless Chromium tab with its console errors collected.
 type Browser struct {
-	t    *testing.T
+	t *testing.T
+	// Ctx is the tab's context with the session's deadline.
 	Ctx  context.Context
+	step time.Duration
 	mu   sync.Mutex
 	errs []string
+}
+
+// sessionSteps bounds a whole session, in step budgets: a hang in an
+// action a test runs on Ctx itself ends there.
+const sessionSteps = 5
+
+// stepCtx is Ctx bounded by one step's budget.
+func (b *Browser) stepCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(b.Ctx, b.step)
 }
 
 // Options set up a browser as an operator's may be.
@@ -82,8 +93,10 @@ type Options struct {
 	Lang string
 }
 
-// New starts Chromium (1280×900) for t, stopped when t ends; every step
-// must finish within timeout.
+// New starts Chromium (1280×900) for t, stopped when t ends. Starting it,
+// and then every step (Do, Text, MustSee, Confirm), must each finish within
+// timeout; Ctx, for actions a test runs itself, ends after sessionSteps
+// times timeout, so a hang fails the test instead of the whole run.
 func New(t *testing.T, timeout time.Duration) *Browser {
 	t.Helper()
 	return NewWith(t, timeout, Options{})
@@ -110,9 +123,29 @@ func NewWith(t *testing.T, timeout time.Duration, o Options) *Browser {
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelB := chromedp.NewContext(actx)
-	bctx, cancelT := context.WithTimeout(bctx, timeout)
+	// The first run on a context starts the browser, which then lives as
+	// long as that context: it must be the tab's own, without a deadline.
+	// A deadline there made timeout the budget of the whole session,
+	// Chromium's start included, so on a loaded machine (a cold make test
+	// compiling beside three test binaries) a session of ordinary steps ran
+	// out in whichever step came last, naming a step that was not slow.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(bctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			cancelB()
+			cancelA()
+			t.Fatalf("starting Chromium: %v", err)
+		}
+	case <-time.After(timeout):
+		cancelB()
+		cancelA()
+		t.Fatalf("starting Chromium: not ready within %s", timeout)
+	}
+	sctx, cancelT := context.WithTimeout(bctx, sessionSteps*timeout)
 	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
-	b := &Browser{t: t, Ctx: bctx}
+	b := &Browser{t: t, Ctx: sctx, step: timeout}
 	messages := chromedp.Console(bctx)
 	go func() {
 		for m, err := range messages {
@@ -132,7 +165,9 @@ func NewWith(t *testing.T, timeout time.Duration, o Options) *Browser {
 // Do runs a named step's actions, failing the test with the step's name.
 func (b *Browser) Do(step string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	if err := chromedp.Do(b.Ctx, actions...); err != nil {
+	ctx, cancel := b.stepCtx()
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
 		b.t.Fatalf("%s: %v", step, err)
 	}
 }
@@ -144,9 +179,11 @@ func (b *Browser) Do(step string, actions ...chromedp.Action[chromedp.Void]) {
 // loading, not a missing element.
 func (b *Browser) Text(step, sel string) string {
 	b.t.Helper()
+	ctx, cancel := b.stepCtx()
+	defer cancel()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s, err := chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(sel)))
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 		if err == nil {
 			return s
 		}
