@@ -65,6 +65,25 @@ func testJobList(t *testing.T, e *env) {
 	if !slices.Equal(got, want(9, 6, 3, 0)) {
 		t.Errorf("states and queue, desc: %v", got)
 	}
+	// A key's page merges its running jobs with the others in id order
+	// (PostgreSQL keeps the two in different indexes).
+	claim(t, ex, "q1", "w", 1, nil)
+	for _, c := range []struct {
+		name string
+		got  []int64
+		want []int64
+	}{
+		{"key, running among the rest", list(keeldriver.JobListParams{FlowKey: "f", Limit: 3}), want(0, 1, 2)},
+		{"key, after a running job", list(keeldriver.JobListParams{FlowKey: "f", AfterID: jobs[0].ID, Limit: 2}), want(1, 2)},
+		{"key, desc before", list(keeldriver.JobListParams{FlowKey: "f", Desc: true, BeforeID: jobs[3].ID}), want(2, 1, 0)},
+		{"key, desc page", list(keeldriver.JobListParams{FlowKey: "f", Desc: true, Limit: 2}), want(9, 8)},
+		{"key, running only", list(keeldriver.JobListParams{FlowKey: "f", States: []keeltype.JobState{keeltype.JobStateRunning}}), want(0, 1)},
+		{"key, running and queue", list(keeldriver.JobListParams{FlowKey: "f", Queues: []string{"q1"}, Desc: true}), want(7, 4, 1)},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s: got %v want %v", c.name, c.got, c.want)
+		}
+	}
 }
 
 // testPrune: final jobs finalized before Before are deleted, Max at a time;

@@ -221,3 +221,70 @@ func TestFlowKeysLockSchemasApart(t *testing.T) {
 		t.Fatalf("the other schema's locker got %+v %v, want its own new row", rows, err)
 	}
 }
+
+// TestKeyedReadsOnLargeHistory: migration 9 took running jobs out of
+// keel_job_flow_key_idx (a keyed claim no longer writes an entry there) and
+// merged the two running-job indexes into keel_job_running_idx. With
+// 200,000 finished keyed jobs in the table, a key's page, its counts by
+// state, its running count and lease rescue still read only index ranges
+// (a handful of buffers, no scan of the table), and a key's page and counts
+// include its running jobs.
+func TestKeyedReadsOnLargeHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large history")
+	}
+	d := newTestDriver(t)
+	ctx := context.Background()
+	ex := d.Executor()
+	err := ex.Exec(ctx, `
+		INSERT INTO keel_job (kind, queue, flow_key, state, finalized_at)
+		SELECT 'old', 'default', 'h' || (g % 1000), 'completed', now() FROM generate_series(1, 200000) g;
+		INSERT INTO keel_job (kind, queue, flow_key) SELECT 'new', 'default', 'k' FROM generate_series(1, 6) g;
+		ANALYZE keel_job`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := ex.JobClaimKeys(ctx, &keeldriver.JobClaimKeysParams{Queue: "default", Owner: "w",
+		LeaseDuration: time.Minute, Keys: []string{"k"}, Ns: []int{2}})
+	if err != nil || len(running) != 2 {
+		t.Fatalf("claim: %d %v", len(running), err)
+	}
+
+	indexOnly := func(name string, plan map[string]any, maxBuffers float64) {
+		t.Helper()
+		for _, n := range planNodes(plan) {
+			if n["Node Type"] == "Seq Scan" && n["Relation Name"] == "keel_job" {
+				t.Errorf("%s scans keel_job", name)
+			}
+			switch idx, _ := n["Index Name"].(string); idx {
+			case "", "keel_job_flow_key_idx", "keel_job_running_idx", "keel_job_pkey":
+			default:
+				t.Errorf("%s reads keel_job by %v %v", name, n["Node Type"], idx)
+			}
+		}
+		blocks := plan["Shared Hit Blocks"].(float64) + plan["Shared Read Blocks"].(float64)
+		t.Logf("%s: %v buffers", name, blocks)
+		if blocks > maxBuffers {
+			t.Errorf("%s touched %v buffers over 200,000 finished jobs; an index range needs a few", name, blocks)
+		}
+	}
+	null := func() any { return nil }
+	for _, q := range []struct{ name, sql string }{{"JobListKeyAsc", sqlJobListKeyAsc}, {"JobListKeyDesc", sqlJobListKeyDesc}} {
+		indexOnly(q.name, explainJSON(t, d, ", ANALYZE, BUFFERS", q.sql, null(), null(), null(), "k", null(), null(), null(), 3), 60)
+	}
+	// h7's 200 finished jobs lie on about as many heap pages.
+	indexOnly("FlowKeyStats", explainJSON(t, d, ", ANALYZE, BUFFERS", sqlFlowKeyStats, []string{"k", "h7"}), 400)
+	// Rescue as of an hour ago: the plan runs, nothing expired then.
+	indexOnly("JobRescue", explainJSON(t, d, ", ANALYZE, BUFFERS", sqlJobRescue, 100, time.Now().Add(-time.Hour)), 60)
+	// The running count of FlowKeysLock*, FlowKeysGet and FlowKeyList.
+	indexOnly("running count", explainJSON(t, d, ", ANALYZE, BUFFERS", "SELECT count(*) FROM keel_job j WHERE j.flow_key = $1 AND j.state = 'running'", "k"), 60)
+
+	page, err := ex.JobList(ctx, &keeldriver.JobListParams{FlowKey: "k", Limit: 3})
+	if err != nil || len(page) != 3 || page[0].ID != running[0].ID || page[1].ID != running[1].ID || page[2].State != "available" {
+		t.Fatalf("key page: %v %v", page, err)
+	}
+	stats, err := ex.FlowKeyStats(ctx, []string{"k", "h7"})
+	if err != nil || len(stats) != 2 || stats[0].Counts["running"] != 2 || stats[0].Counts["available"] != 4 || stats[1].Counts["completed"] != 200 {
+		t.Fatalf("stats: %+v %v", stats, err)
+	}
+}

@@ -246,7 +246,12 @@ func (e *executor) JobGet(ctx context.Context, id int64) (*keeltype.JobRow, erro
 // JobList pages jobs in id order; see JobListParams.
 func (e *executor) JobList(ctx context.Context, p *keeldriver.JobListParams) ([]*keeltype.JobRow, error) {
 	query := sqlJobListAsc
-	if p.Desc {
+	switch {
+	case p.FlowKey != "" && p.Desc:
+		query = sqlJobListKeyDesc
+	case p.FlowKey != "":
+		query = sqlJobListKeyAsc
+	case p.Desc:
 		query = sqlJobListDesc
 	}
 	limit := p.Limit

@@ -18,6 +18,8 @@ var (
 	sqlJobGet                  = queries.Get("JobGet")
 	sqlJobListAsc              = queries.Get("JobListAsc")
 	sqlJobListDesc             = queries.Get("JobListDesc")
+	sqlJobListKeyAsc           = queries.Get("JobListKeyAsc")
+	sqlJobListKeyDesc          = queries.Get("JobListKeyDesc")
 	sqlJobPrune                = queries.Get("JobPrune")
 
 	sqlQueuePause  = queries.Get("QueuePause")

@@ -184,7 +184,7 @@ ON CONFLICT (key) DO NOTHING;
 -- name: FlowKeysLockSkip
 -- Locks in key order, skipping rows held by another transaction. Rows are
 -- locked in a CTE and counted after, so the lock clause applies only to
--- keel_flow_key; running jobs are counted from keel_job_key_running_idx.
+-- keel_flow_key; running jobs are counted from keel_job_running_idx.
 WITH locked AS (
     SELECT *
     FROM keel_flow_key
@@ -286,12 +286,18 @@ ORDER BY f.key
 LIMIT $3;
 
 -- name: FlowKeyStats
--- Job counts per (key, state) for the given keys, read through
--- keel_job_flow_key_idx (flow_key, id); oldest run_at among available jobs.
+-- Job counts per (key, state) for the given keys and the oldest run_at among
+-- available jobs: running jobs from keel_job_running_idx, the others from
+-- keel_job_flow_key_idx, which leaves running jobs out (migration 9).
 SELECT j.flow_key, j.state, count(*), min(j.run_at) FILTER (WHERE j.state = 'available')
 FROM keel_job j
-WHERE j.flow_key = ANY($1::text[])
-GROUP BY j.flow_key, j.state;
+WHERE j.flow_key = ANY($1::text[]) AND j.flow_key IS NOT NULL AND j.state <> 'running'
+GROUP BY j.flow_key, j.state
+UNION ALL
+SELECT j.flow_key, 'running', count(*), NULL
+FROM keel_job j
+WHERE j.flow_key = ANY($1::text[]) AND j.state = 'running'
+GROUP BY j.flow_key;
 
 -- name: FlowLimitUpsert
 -- $1 pattern … $14 ramp (jsonb text), $15 updated_at (NULL = now), $16 updated_by.

@@ -281,6 +281,72 @@ WHERE ($1::text[] IS NULL OR j.state = ANY($1::text[]))
 ORDER BY j.id DESC
 LIMIT $8;
 
+-- name: JobListKeyAsc
+-- JobListAsc for one flow key ($4, required). keel_job_flow_key_idx holds
+-- the key's jobs in id order but leaves running ones out (migration 9);
+-- those come from keel_job_running_idx, never more than worker slots, and
+-- the two ordered parts are merged. Without this, a key's page was the
+-- primary key walked in order and filtered: every job of the table read to
+-- fill the page of a key with few jobs.
+SELECT u.*
+FROM (
+    (SELECT j.*
+     FROM keel_job j
+     WHERE j.flow_key = $4::text AND j.state <> 'running'
+       AND ($1::text[] IS NULL OR j.state = ANY($1::text[]))
+       AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+       AND ($3::text[] IS NULL OR j.queue = ANY($3::text[]))
+       AND ($5::bigint IS NULL OR j.batch_id = $5::bigint)
+       AND ($6::bigint IS NULL OR j.id > $6::bigint)
+       AND ($7::bigint IS NULL OR j.id < $7::bigint)
+     ORDER BY j.id
+     LIMIT $8)
+    UNION ALL
+    (SELECT j.*
+     FROM keel_job j
+     WHERE j.flow_key = $4::text AND j.state = 'running'
+       AND ($1::text[] IS NULL OR j.state = ANY($1::text[]))
+       AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+       AND ($3::text[] IS NULL OR j.queue = ANY($3::text[]))
+       AND ($5::bigint IS NULL OR j.batch_id = $5::bigint)
+       AND ($6::bigint IS NULL OR j.id > $6::bigint)
+       AND ($7::bigint IS NULL OR j.id < $7::bigint)
+     ORDER BY j.id
+     LIMIT $8)
+) u
+ORDER BY u.id
+LIMIT $8;
+
+-- name: JobListKeyDesc
+SELECT u.*
+FROM (
+    (SELECT j.*
+     FROM keel_job j
+     WHERE j.flow_key = $4::text AND j.state <> 'running'
+       AND ($1::text[] IS NULL OR j.state = ANY($1::text[]))
+       AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+       AND ($3::text[] IS NULL OR j.queue = ANY($3::text[]))
+       AND ($5::bigint IS NULL OR j.batch_id = $5::bigint)
+       AND ($6::bigint IS NULL OR j.id > $6::bigint)
+       AND ($7::bigint IS NULL OR j.id < $7::bigint)
+     ORDER BY j.id DESC
+     LIMIT $8)
+    UNION ALL
+    (SELECT j.*
+     FROM keel_job j
+     WHERE j.flow_key = $4::text AND j.state = 'running'
+       AND ($1::text[] IS NULL OR j.state = ANY($1::text[]))
+       AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+       AND ($3::text[] IS NULL OR j.queue = ANY($3::text[]))
+       AND ($5::bigint IS NULL OR j.batch_id = $5::bigint)
+       AND ($6::bigint IS NULL OR j.id > $6::bigint)
+       AND ($7::bigint IS NULL OR j.id < $7::bigint)
+     ORDER BY j.id DESC
+     LIMIT $8)
+) u
+ORDER BY u.id DESC
+LIMIT $8;
+
 -- name: JobPrune
 -- Bounded so one call never holds many row locks or bloats WAL in one go.
 DELETE FROM keel_job

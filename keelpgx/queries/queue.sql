@@ -22,7 +22,7 @@ RETURNING name, paused_at, paused_by, created_at, updated_at;
 
 -- name: QueueList
 -- A queue exists once a live job names it; listing writes its row (read
--- from keel_job_live_idx and keel_job_lease_idx, never the finished
+-- from keel_job_live_idx and keel_job_running_idx, never the finished
 -- history). The main query sees keel_queue as it was before the insert, so
 -- the rows written here come from RETURNING.
 WITH registered AS (
@@ -43,7 +43,7 @@ ORDER BY name;
 -- name: QueueStats
 -- One row per (queue, state) with live (not final) jobs, read from
 -- keel_job_live_idx and, for running jobs (which that index leaves out, see
--- migration 7), keel_job_lease_idx: the depth that matters, at a cost that
+-- migration 7), keel_job_running_idx: the depth that matters, at a cost that
 -- does not grow with millions of finished rows. Queues that only have a
 -- keel_queue row come back once with a NULL state.
 WITH counts AS (
