@@ -7,6 +7,7 @@ package browsertest
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,7 +169,58 @@ func (b *Browser) Do(step string, actions ...chromedp.Action[chromedp.Void]) {
 	ctx, cancel := b.stepCtx()
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.failed(step)
 		b.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// failed logs what the tab shows after step failed: its address and the
+// start of its text, and a screenshot named for the test and step. A step
+// that waited in vain for an element says only "deadline exceeded"; the
+// page it was on (an error page, a login form, the previous page) is what
+// tells a reader why.
+func (b *Browser) failed(step string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+	defer cancel()
+	loc, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	if err != nil {
+		b.t.Logf("after %q failed: the page could not be read: %v", step, err)
+		return
+	}
+	if r := []rune(text); len(r) > 1500 {
+		text = string(r[:1500]) + "…"
+	}
+	b.t.Logf("after %q failed the tab shows %s:\n%s", step, loc, text)
+	name := "failed-" + strings.NewReplacer("/", "-", " ", "-").Replace(b.t.Name()+"-"+step)
+	if buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		_ = os.WriteFile(filepath.Join(ScreenshotDir(), name+".png"), buf, 0o644)
+	}
+}
+
+// At waits, within a step's budget, until the tab has finished loading a
+// page whose address satisfies ok. A click that navigates and a wait for an
+// element of the next page in one step can race: the element is looked up
+// in the document being replaced. Waiting here first, by evaluations that
+// fail while the navigation runs and are tried again, leaves the element's
+// wait to a settled document.
+func (b *Browser) At(step string, ok func(u *url.URL) bool) {
+	b.t.Helper()
+	ctx, cancel := b.stepCtx()
+	defer cancel()
+	for {
+		loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState === "complete" ? location.href : ""`))
+		if err == nil && loc != "" {
+			if u, err := url.Parse(loc); err == nil && ok(u) {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			b.failed(step)
+			b.t.Fatalf("%s: the tab did not arrive (last at %q): %v", step, loc, ctx.Err())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -188,6 +240,7 @@ func (b *Browser) Text(step, sel string) string {
 			return s
 		}
 		if !strings.Contains(err.Error(), "No node with given id") || time.Now().After(deadline) {
+			b.failed(step)
 			b.t.Fatalf("%s: %v", step, err)
 		}
 		time.Sleep(50 * time.Millisecond)
