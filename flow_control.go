@@ -2,6 +2,7 @@ package keel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -176,9 +177,32 @@ func (c *Client[TTx]) changeKey(ctx context.Context, key string, a Audit, change
 	return out, err
 }
 
-// FlowKeyGet returns a key's persisted state.
+// FlowKeyGet returns a key's state. A key is stored only once a limit is
+// applied to it or an operator acts on it; a key that has jobs but no such
+// row reads as its default state (not paused, breaker closed) with its
+// running count, since it is as real to an operator following a job's key
+// as a stored one. A key with neither is keeltype.ErrNotFound.
 func (c *Client[TTx]) FlowKeyGet(ctx context.Context, key string) (*keeltype.FlowKeyRow, error) {
-	return flowExec(c.driver.Executor()).FlowKeyGet(ctx, key)
+	fx := flowExec(c.driver.Executor())
+	row, err := fx.FlowKeyGet(ctx, key)
+	if !errors.Is(err, keeltype.ErrNotFound) {
+		return row, err
+	}
+	stats, serr := fx.FlowKeyStats(ctx, []string{key})
+	if serr != nil {
+		return nil, fmt.Errorf("reading flow key %q: %w", key, serr)
+	}
+	for _, st := range stats {
+		var n int64
+		for _, c := range st.Counts {
+			n += c
+		}
+		if n > 0 {
+			return &keeltype.FlowKeyRow{Key: key, BreakerState: keeltype.BreakerClosed,
+				Running: int(st.Counts[keeltype.JobStateRunning])}, nil
+		}
+	}
+	return nil, err
 }
 
 // FlowKeyList pages persisted key states.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/server/api"
 	"github.com/keelwork/keel/server/auth"
 	"github.com/keelwork/keel/server/servertest"
@@ -68,6 +69,37 @@ func TestUnauthenticatedSaysWhy(t *testing.T) {
 			if r.status != 401 || !strings.Contains(p.Detail, want) {
 				t.Errorf("token %q: %d %q, want %q", token, r.status, p.Detail, want)
 			}
+		}
+	})
+}
+
+// TestKeyWithJobsIsShown: a key gets a state row only when a limit is
+// applied to it or an operator acts on it, but a key with jobs and no such
+// row is still a key: the job page links to it, so reading it answers its
+// default state (not paused, breaker closed) with its job counts, and
+// search finds it. A key with neither stays unknown.
+func TestKeyWithJobsIsShown(t *testing.T) {
+	servertest.Each(t, func(t *testing.T, e *servertest.Env) {
+		h, tok := e.Server.API(), e.Tokens[auth.RoleOperator]
+		for n := range 3 {
+			if _, err := e.Insert(t.Context(), servertest.Args{N: n}, &keel.InsertOpts{FlowKey: "app:42"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := call(t, h, "GET", api.Prefix+"/flow/keys/app:42", tok, "", "")
+		var k api.FlowKey
+		if err := json.Unmarshal(r.body, &k); r.status != 200 || err != nil {
+			t.Fatalf("a key with jobs: %d %s", r.status, r.body)
+		}
+		if k.Key != "app:42" || k.Paused || k.Breaker != "closed" || k.Counts["available"] != 3 {
+			t.Errorf("a key with jobs reads %+v", k)
+		}
+		r = call(t, h, "GET", api.Prefix+"/search?q=app:42", tok, "", "")
+		if r.status != 200 || !strings.Contains(string(r.body), `"/keys/app:42"`) {
+			t.Errorf("search for the key: %d %s", r.status, r.body)
+		}
+		if r := call(t, h, "GET", api.Prefix+"/flow/keys/app:43", tok, "", ""); r.status != 404 {
+			t.Errorf("a key without jobs or state: %d %s", r.status, r.body)
 		}
 	})
 }
