@@ -123,7 +123,19 @@ func NewWith(t *testing.T, timeout time.Duration, o Options) *Browser {
 			chromedp.Env("LANGUAGE="+strings.ReplaceAll(o.Lang, "-", "_")))
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancelB := chromedp.NewContext(actx)
+	// chromedp's own errors (a document root it could not read after a
+	// navigation, which leaves every later query waiting) go to the test's
+	// log, shown when the test fails, instead of the process's stderr.
+	var logMu sync.Mutex
+	ended := false
+	t.Cleanup(func() { logMu.Lock(); ended = true; logMu.Unlock() })
+	bctx, cancelB := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, v ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !ended {
+			t.Logf("chromedp: "+format, v...)
+		}
+	}))
 	// The first run on a context starts the browser, which then lives as
 	// long as that context: it must be the tab's own, without a deadline.
 	// A deadline there made timeout the budget of the whole session,
