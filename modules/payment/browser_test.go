@@ -88,7 +88,10 @@ func testPaymentBrowser[TTx any](t *testing.T, e *tenv[TTx]) {
 		rs, _ := e.m.Refunds(ctx, RefundDone, late, "", 10)
 		return len(rs) == 1 && e.sim.RefundCalls(rs[0].RefundNo) == 1
 	})
-	if d, _ := e.recon.GetDiscrepancy(ctx, dd.ID); d.State != keelrecon.StateExecuted {
+	// Executed, or already verified: a reconciliation run after the refund
+	// confirms the repair and moves it on (on a loaded machine the refund
+	// can take long enough for one to run).
+	if d, _ := e.recon.GetDiscrepancy(ctx, dd.ID); d.State != keelrecon.StateExecuted && d.State != keelrecon.StateVerified {
 		t.Fatalf("discrepancy %s", d.State)
 	}
 }
