@@ -194,8 +194,8 @@ func (c *Client[TTx]) FlowKeyGet(ctx context.Context, key string) (*keeltype.Flo
 	}
 	for _, st := range stats {
 		var n int64
-		for _, c := range st.Counts {
-			n += c
+		for _, count := range st.Counts {
+			n += count
 		}
 		if n > 0 {
 			return &keeltype.FlowKeyRow{Key: key, BreakerState: keeltype.BreakerClosed,
