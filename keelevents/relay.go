@@ -140,12 +140,25 @@ func (r *relay[TTx]) rebalance(ctx context.Context) {
 }
 
 func (r *relay[TTx]) rebalanceErr(ctx context.Context) error {
-	// Held for the whole rebalance (a few statements every LeaseTTL/3): a
-	// lane then sees the partitions before or after it, never half way.
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	// r.mu guards the held set, never a database round trip. On a busy
+	// database (SQLite's one writer connection, shared with every module
+	// and the engine) each statement here can wait for the connection,
+	// and the lanes, which read the set before every batch, used to wait
+	// with the whole rebalance instead of publishing: keel dev under load
+	// was seen publishing nothing for minutes. A lane that publishes a
+	// partition this rebalance is giving up, or has just lost, is stopped
+	// by the fence in OutboxMark, as a lane of a paused relay would be.
 	e := r.e
 	ttl := e.cfg.LeaseTTL
+	defer func() {
+		r.mu.Lock()
+		e.m.partitionsHeld.Set(float64(len(r.held)))
+		r.mu.Unlock()
+	}()
+	held := r.heldCopy()
+	if err := r.renew(ctx, held, now().Add(ttl)); err != nil {
+		return err
+	}
 	at := now()
 	if _, err := e.db.Exec(ctx, e.d.sql("InstanceBeat"), r.owner, at); err != nil {
 		return fmt.Errorf("announcing the relay: %w", err)
@@ -159,25 +172,20 @@ func (r *relay[TTx]) rebalanceErr(ctx context.Context) error {
 		return err
 	}
 	share := (parts + max(live, 1) - 1) / max(live, 1)
-	for _, p := range slices.Sorted(maps.Keys(r.held)) {
-		n, err := e.db.Exec(ctx, e.d.sql("LeaseRenew"), p, r.owner, r.held[p], at.Add(ttl))
-		if err != nil {
-			return fmt.Errorf("renewing partition %d: %w", p, err)
-		}
-		if n == 0 {
-			delete(r.held, p) // taken over while this relay was away
-		}
-	}
-	for _, p := range slices.Backward(slices.Sorted(maps.Keys(r.held))) {
-		if len(r.held) <= share {
+	// Beyond the share, the highest partitions go back: out of the lanes'
+	// set first, so that no new batch of them starts, then released.
+	for _, p := range slices.Backward(slices.Sorted(maps.Keys(held))) {
+		if len(held) <= share {
 			break
 		}
-		if _, err := e.db.Exec(ctx, e.d.sql("LeaseRelease"), p, r.owner, r.held[p], time.Unix(0, 0).UTC()); err != nil {
+		f := held[p]
+		delete(held, p)
+		r.drop(p, f)
+		if _, err := e.db.Exec(ctx, e.d.sql("LeaseRelease"), p, r.owner, f, time.Unix(0, 0).UTC()); err != nil {
 			return fmt.Errorf("releasing partition %d: %w", p, err)
 		}
-		delete(r.held, p)
 	}
-	if len(r.held) >= share {
+	if len(held) >= share {
 		return nil
 	}
 	rows, err := e.db.Query(ctx, e.d.sql("LeaseList"))
@@ -189,10 +197,10 @@ func (r *relay[TTx]) rebalanceErr(ctx context.Context) error {
 		return fmt.Errorf("reading relay leases: %w", err)
 	}
 	for _, l := range leases {
-		if len(r.held) >= share {
+		if len(held) >= share {
 			break
 		}
-		if _, mine := r.held[l.part]; mine || (l.owner != "" && l.expires.After(at)) {
+		if _, mine := held[l.part]; mine || (l.owner != "" && l.expires.After(at)) {
 			continue
 		}
 		var fence int64
@@ -203,10 +211,67 @@ func (r *relay[TTx]) rebalanceErr(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("taking partition %d: %w", l.part, err)
 		}
+		held[l.part] = fence
+		r.mu.Lock()
 		r.held[l.part] = fence
+		r.mu.Unlock()
 	}
-	e.m.partitionsHeld.Set(float64(len(r.held)))
 	return nil
+}
+
+// renew extends every lease in held in one statement and forgets, in held
+// and in r.held, the partitions another relay took while this one was
+// away.
+func (r *relay[TTx]) renew(ctx context.Context, held map[int]int64, until time.Time) error {
+	if len(held) == 0 {
+		return nil
+	}
+	e := r.e
+	parts := slices.Sorted(maps.Keys(held))
+	fences := make([]int64, len(parts))
+	for i, p := range parts {
+		fences[i] = held[p]
+	}
+	rows, err := e.db.Query(ctx, e.d.sql("LeaseRenewMany"), r.owner, e.d.ints(parts), e.d.int64s(fences), until)
+	renewed, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (int, error) {
+		var p int
+		return p, rs.Scan(&p)
+	})
+	if err != nil {
+		return fmt.Errorf("renewing %d partitions: %w", len(parts), err)
+	}
+	kept := make(map[int]bool, len(renewed))
+	for _, p := range renewed {
+		kept[p] = true
+	}
+	for _, p := range parts {
+		if !kept[p] {
+			r.drop(p, held[p])
+			delete(held, p)
+		}
+	}
+	return nil
+}
+
+// heldCopy is the held set as of now.
+func (r *relay[TTx]) heldCopy() map[int]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[int]int64, len(r.held))
+	for p, f := range r.held {
+		out[p] = f
+	}
+	return out
+}
+
+// drop takes partition p out of the lanes' set unless it was taken again
+// at another fence meanwhile.
+func (r *relay[TTx]) drop(p int, fence int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held[p] == fence {
+		delete(r.held, p)
+	}
 }
 
 // releaseAll gives the partitions back on a clean stop, so the other

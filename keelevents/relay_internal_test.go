@@ -124,3 +124,115 @@ func TestConfigRefusesNegative(t *testing.T) {
 		}
 	}
 }
+
+// TestLanesPublishWhileRenewalWaits: a rebalance waiting for the database
+// (a renewal stuck behind other writers) does not stop the lanes. Before,
+// the rebalance held the relay's lock through its statements, and on a busy
+// SQLite writer keel dev published nothing for minutes.
+func TestLanesPublishWhileRenewalWaits(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		d, _ := testdb.OpenPostgres(t, &testdb.Options{Lines: internalLines})
+		testLanesPublishWhileRenewalWaits[pgx.Tx](t, keelsql.Pgx(d.Pool()))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		d, _ := testdb.OpenSQLite(t, &testdb.Options{Lines: internalLines})
+		testLanesPublishWhileRenewalWaits[*sql.Tx](t, keelsql.SQLite(d.DB()))
+	})
+}
+
+// heldRenewal makes the renewal statement wait until release is closed.
+type heldRenewal[TTx any] struct {
+	keelsql.DB[TTx]
+	renewSQL string
+	entered  chan struct{}
+	release  chan struct{}
+}
+
+func (h *heldRenewal[TTx]) Query(ctx context.Context, query string, args ...any) (keelsql.Rows, error) {
+	if query == h.renewSQL {
+		select {
+		case h.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h.DB.Query(ctx, query, args...)
+}
+
+func testLanesPublishWhileRenewalWaits[TTx any](t *testing.T, db keelsql.DB[TTx]) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	bus, err := NewDatabaseBus(db, &DatabaseBusConfig{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	held := &heldRenewal[TTx]{DB: db, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	e, err := New[TTx](held, bus, &Config{Partitions: 1, LeaseTTL: time.Minute, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.renewSQL = e.d.sql("LeaseRenewMany")
+	if _, err := db.Exec(ctx, e.d.sql("LeaseSeed"), 0); err != nil {
+		t.Fatal(err)
+	}
+	r := &relay[TTx]{e: e, owner: "busy", held: map[int]int64{}}
+	if err := r.rebalanceErr(ctx); err != nil { // nothing to renew: takes partition 0
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.rebalanceErr(ctx) }()
+	select {
+	case <-held.entered:
+	case <-ctx.Done():
+		t.Fatal("the second rebalance never reached its renewal")
+	}
+	err = db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		return e.EmitTx(ctx, tx, Event{Topic: "t.x", ID: "e-1", Key: "k", Payload: json.RawMessage(`1`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A lane's round, while the renewal still waits. In its own goroutine:
+	// a relay that regressed blocks on its lock, which no context ends.
+	type result struct {
+		n   int
+		err error
+	}
+	published := make(chan result, 1)
+	go func() {
+		n, err := r.publishOnce(ctx)
+		published <- result{n, err}
+	}()
+	select {
+	case got := <-published:
+		if got.err != nil || got.n != 1 {
+			t.Fatalf("publishing while the renewal waits: %d published, %v", got.n, got.err)
+		}
+	case <-time.After(10 * time.Second):
+		close(held.release) // let the relay finish before the test ends
+		<-done
+		t.Fatal("the lane published nothing in 10 s while a rebalance waited for the database")
+	}
+	var unpublished int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM keel_events_outbox WHERE published_at IS NULL").Scan(&unpublished); err != nil {
+		t.Fatal(err)
+	}
+	if unpublished != 0 {
+		t.Fatalf("%d events left unpublished", unpublished)
+	}
+	close(held.release)
+	if err := <-done; err != nil {
+		t.Fatalf("the rebalance after its wait: %v", err)
+	}
+	if r.held[0] != 1 {
+		t.Fatalf("after the renewal the relay holds %v, want partition 0 at fence 1", r.held)
+	}
+}

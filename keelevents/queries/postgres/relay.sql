@@ -13,9 +13,16 @@ UPDATE keel_events_relay_lease SET owner = $2, fence = fence + 1, expires_at = $
 WHERE part = $1 AND fence = $3 AND (owner = '' OR expires_at <= $5)
 RETURNING fence;
 
--- name: LeaseRenew
-UPDATE keel_events_relay_lease SET expires_at = $4
-WHERE part = $1 AND owner = $2 AND fence = $3;
+-- name: LeaseRenewMany
+-- Renews every partition a relay holds in one statement ($2 parts, $3 the
+-- fence each is held at): one write per renewal round however many
+-- partitions, so that a busy database does not make the renewal itself
+-- outlast the lease. Returns the partitions renewed; a missing one was
+-- taken over.
+UPDATE keel_events_relay_lease l SET expires_at = $4
+FROM unnest($2::integer[], $3::bigint[]) AS h(part, fence)
+WHERE l.part = h.part AND l.fence = h.fence AND l.owner = $1
+RETURNING l.part;
 
 -- name: LeaseRelease
 UPDATE keel_events_relay_lease SET owner = '', expires_at = $4

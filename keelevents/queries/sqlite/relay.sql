@@ -13,9 +13,17 @@ UPDATE keel_events_relay_lease SET owner = ?2, fence = fence + 1, expires_at = ?
 WHERE part = ?1 AND fence = ?3 AND (owner = '' OR expires_at <= ?5)
 RETURNING fence;
 
--- name: LeaseRenew
+-- name: LeaseRenewMany
+-- Renews every partition a relay holds in one statement (?2 parts, ?3 the
+-- fence each is held at, JSON arrays of the same length): one write per
+-- renewal round however many partitions, so that a busy writer connection
+-- does not make the renewal itself outlast the lease. Returns the
+-- partitions renewed; a missing one was taken over.
 UPDATE keel_events_relay_lease SET expires_at = ?4
-WHERE part = ?1 AND owner = ?2 AND fence = ?3;
+WHERE owner = ?1
+  AND EXISTS (SELECT 1 FROM json_each(?2) AS p JOIN json_each(?3) AS f ON f.key = p.key
+              WHERE p.value = keel_events_relay_lease.part AND f.value = keel_events_relay_lease.fence)
+RETURNING part;
 
 -- name: LeaseRelease
 UPDATE keel_events_relay_lease SET owner = '', expires_at = ?4
