@@ -25,6 +25,10 @@ type DevOpts struct {
 	// Ready, if set, is called with the server's URL once everything runs
 	// (tests synchronise on it).
 	Ready func(url string)
+	// Modules, if set, runs only these modules (names as in
+	// KEEL_MODULES); nil runs every one. A test of one module's demo sets
+	// it: every module's demo at once keeps a core busy under -race.
+	Modules []string
 }
 
 // DefaultDevAddr is where `keel dev` listens: loopback only.
@@ -53,6 +57,9 @@ func Dev(ctx context.Context, o *DevOpts) error {
 	so := &ServeOpts{Addr: o.Addr, Demo: true, Migrate: true, ShutdownTimeout: 15 * time.Second,
 		SessionTTL: server.DefaultSessionTTL, SampleInterval: 5 * time.Second, LogLevel: "warn",
 		Queues: map[string]int{"default": 20, "notify": 10}, Modules: moduleNames(), ModuleSettings: o.ModuleSettings}
+	if o.Modules != nil {
+		so.Modules = o.Modules
+	}
 	// Events travel on an embedded NATS JetStream, stored beside the
 	// database, so dev runs the same bus as a production deployment.
 	return boundedRun(ctx, so.ShutdownTimeout, o.Out, func(ctx context.Context) error {

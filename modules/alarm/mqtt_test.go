@@ -278,13 +278,21 @@ func testRedelivery[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 	// and be absorbed: when it persisted all of them before dying, the
 	// count alone is met before the new consumer has seen any.
 	var c map[string]int64
-	moduletest.WaitFor(t, 90*time.Second, "every reading persisted and a redelivered duplicate absorbed", func() bool {
-		if r2.count("SELECT count(*) FROM alarm_telemetry") != n {
-			return false
+	var got int64
+	// A timeout says which half was missing and what the broker did (it
+	// failed once in CI on a starved machine, without either).
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s: %d of %d readings persisted, counters %v; the broker's log:\n%s", dialect, got, n, c, broker.logText())
 		}
+	}()
+	moduletest.WaitFor(t, 90*time.Second, "every reading persisted and a redelivered duplicate absorbed", func() bool {
 		var err error
 		if c, err = r2.m.CounterMap(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		if got = r2.count("SELECT count(*) FROM alarm_telemetry"); got != n {
+			return false
 		}
 		return c[StageIngest+"/duplicate"] >= 1
 	})
