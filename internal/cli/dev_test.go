@@ -149,7 +149,7 @@ func TestDevStartsAndStopsClean(t *testing.T) {
 	}
 	text := out.String()
 	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN") && !loadSymptom(l) {
+		if (strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN")) && !loadSymptom(l) {
 			t.Errorf("keel dev logged: %s", l)
 		}
 	}
@@ -167,13 +167,19 @@ func TestDevStartsAndStopsClean(t *testing.T) {
 // 未确认 records), which the CMPP gateway logs at WARN, as it does a
 // response that comes after the ACK deadline. Work cut short by the stop
 // itself is not warned about (a stop is not a failure): a WARN carrying
-// "context canceled" is a defect here.
+// "context canceled" is a defect here. A claim or a carrier delivery that
+// ran out of time waiting for SQLite's one writer connection, which a
+// starved process holds longer, is a symptom of the load too (seen in CI
+// with load average 10 on two cores); it is still logged, and retried.
 func loadSymptom(line string) bool {
 	for _, s := range []string{"lease expired; job returned", "lease lost; stopping job",
 		"stale commit rejected", "cmpp deliver_resp timed out", "cmpp late deliver_resp"} {
 		if strings.Contains(line, s) {
 			return true
 		}
+	}
+	if strings.Contains(line, "context deadline exceeded") {
+		return strings.Contains(line, `msg="claiming jobs"`) || strings.Contains(line, "cmpp: delivery window full")
 	}
 	return false
 }
