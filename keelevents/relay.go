@@ -257,11 +257,7 @@ func (r *relay[TTx]) renew(ctx context.Context, held map[int]int64, until time.T
 func (r *relay[TTx]) heldCopy() map[int]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[int]int64, len(r.held))
-	for p, f := range r.held {
-		out[p] = f
-	}
-	return out
+	return maps.Clone(r.held) // r.held is never nil, so neither is the copy
 }
 
 // drop takes partition p out of the lanes' set unless it was taken again
