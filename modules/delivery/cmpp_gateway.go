@@ -86,8 +86,10 @@ func (g *gateway[TTx]) Connected(c *cmpp.Conn) {
 	m.links.add(appID, c)
 	m.recomputeKeys()
 	m.kickBeat()
-	go func() {
-		ctx, cancel := context.WithCancel(context.Background())
+	// In the module's run, so Stop waits for it: a wake after the host
+	// closed the engine would only fail.
+	m.base.Life.Go(func(run context.Context) {
+		ctx, cancel := context.WithCancel(run)
 		defer cancel()
 		go func() {
 			select {
@@ -104,7 +106,7 @@ func (g *gateway[TTx]) Connected(c *cmpp.Conn) {
 			}
 			m.wakeConnected(ctx, appID)
 		}
-	}()
+	})
 }
 
 // Disconnected: the connection's outstanding DELIVERs can no longer be

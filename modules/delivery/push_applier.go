@@ -27,6 +27,14 @@ type applier[TTx any] struct {
 	// wakeRetry are the delays after which a parked job whose wake found
 	// it not yet waiting (its JobWait not committed yet) is woken again.
 	wakeRetry []time.Duration
+
+	// later holds the retries scheduled by wake and settle, so stop can
+	// cancel them: a retry that fired after the module stopped would call
+	// an engine whose driver the host has closed.
+	tmu     sync.Mutex
+	timers  map[*time.Timer]struct{}
+	stopped bool
+	later   sync.WaitGroup
 }
 
 type queued struct {
@@ -39,6 +47,7 @@ const maxApplyBatch = 500
 
 func newApplier[TTx any](st *store[TTx], client func() *keel.Client[TTx], log *slog.Logger) *applier[TTx] {
 	return &applier[TTx]{st: st, client: client, log: log, in: make(chan queued, 4096), quit: make(chan struct{}), gate: newKeyGate(),
+		timers:    map[*time.Timer]struct{}{},
 		wakeRetry: []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second}}
 }
 
@@ -76,10 +85,43 @@ func (p *applier[TTx]) start(ctx context.Context) {
 	}
 }
 
-// stop applies what is queued and returns.
+// stop applies what is queued, cancels the retries not yet due, waits
+// for those running, and returns. A cancelled retry loses nothing: its job
+// is parked with a deadline (the ACK's, or the connection wait's) and
+// reads its record when that comes, on this instance's next start or on
+// another's.
 func (p *applier[TTx]) stop() {
 	p.once.Do(func() { close(p.quit) })
 	p.wg.Wait()
+	p.tmu.Lock()
+	p.stopped = true
+	for t := range p.timers {
+		if t.Stop() {
+			p.later.Done()
+		}
+	}
+	clear(p.timers)
+	p.tmu.Unlock()
+	p.later.Wait()
+}
+
+// after runs f in d unless the applier stops first.
+func (p *applier[TTx]) after(d time.Duration, f func()) {
+	p.tmu.Lock()
+	defer p.tmu.Unlock()
+	if p.stopped {
+		return
+	}
+	p.later.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		defer p.later.Done()
+		p.tmu.Lock()
+		delete(p.timers, t)
+		p.tmu.Unlock()
+		f()
+	})
+	p.timers[t] = struct{}{}
 }
 
 func (p *applier[TTx]) run(ctx context.Context) {
@@ -185,14 +227,14 @@ func (p *applier[TTx]) settle(ctx context.Context, as []*attempt, try int) {
 		p.wake(ctx, ids, 0)
 		return
 	}
-	time.AfterFunc(p.wakeRetry[try], func() { p.settle(ctx, left, try+1) })
+	p.after(p.wakeRetry[try], func() { p.settle(ctx, left, try+1) })
 }
 
 // settleLater settles an item whose worker received its failure in place:
 // the worker parks it (JobWait) and the settle counts the failure once the
 // park committed.
 func (p *applier[TTx]) settleLater(ctx context.Context, a *attempt) {
-	time.AfterFunc(p.wakeRetry[0], func() { p.settle(context.WithoutCancel(ctx), []*attempt{a}, 1) })
+	p.after(p.wakeRetry[0], func() { p.settle(context.WithoutCancel(ctx), []*attempt{a}, 1) })
 }
 
 func settleOf(a *attempt) keel.BatchSettle {
@@ -231,7 +273,7 @@ func (p *applier[TTx]) wake(ctx context.Context, ids []int64, try int) {
 		}
 	}
 	if len(left) > 0 {
-		time.AfterFunc(p.wakeRetry[try], func() { p.wake(ctx, left, try+1) })
+		p.after(p.wakeRetry[try], func() { p.wake(ctx, left, try+1) })
 	}
 }
 
