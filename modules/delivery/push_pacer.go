@@ -15,15 +15,23 @@ import (
 // Writes of a key are spaced by paceMargin/rate, so a receiver counting any
 // one-second window sees at most rate even with a few tens of milliseconds
 // of network jitter.
+//
+// A slot is when a write may start; what runs between the slot and the
+// write (a task item's last check reads the database) takes a varying
+// time, so the pacer also keeps when each key's last write actually
+// started, and turn holds a write until a full interval after it.
 type pacer struct {
 	mu   sync.Mutex
 	next map[string]time.Time
+	last map[string]time.Time
 }
 
 // paceMargin stretches the interval between writes of a key.
 const paceMargin = 1.05
 
-func newPacer() *pacer { return &pacer{next: map[string]time.Time{}} }
+func newPacer() *pacer {
+	return &pacer{next: map[string]time.Time{}, last: map[string]time.Time{}}
+}
 
 // claimAlign is how long after its claim a rate-limited write goes out.
 // Claims of a key are spaced by the engine's token bucket on every
@@ -52,12 +60,15 @@ func (p *pacer) wait(ctx context.Context, key string, rate float64, claimed time
 	if rate <= 0 {
 		return false, nil
 	}
-	gap := time.Duration(paceMargin * float64(time.Second) / rate)
+	gap := paceGap(rate)
 	p.mu.Lock()
 	t := time.Now()
 	at := p.next[key]
 	if at.Before(t) {
 		at = t
+	}
+	if l, ok := p.last[key]; ok && at.Before(l.Add(gap)) {
+		at = l.Add(gap)
 	}
 	if aligned := claimed.Add(claimAlign); at.Before(aligned) {
 		at = aligned
@@ -69,24 +80,66 @@ func (p *pacer) wait(ctx context.Context, key string, rate float64, claimed time
 	if d <= 0 {
 		return false, nil
 	}
+	if err := sleepCtx(ctx, d); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// sleepCtx waits d, or until ctx ends (then its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return true, nil
+		return nil
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return ctx.Err()
 	}
+}
+
+// paceGap is the least time between two writes of a key at rate.
+func paceGap(rate float64) time.Duration {
+	return time.Duration(paceMargin * float64(time.Second) / rate)
+}
+
+// turn is called right before a write of key: when the key's last write
+// started less than an interval ago it returns how long is left, and the
+// caller waits that long (checking again what a wait may have changed)
+// and asks again; otherwise it records now as the key's last write and
+// returns 0. So the writes' own instants, not only their slots, are an
+// interval apart, whatever delayed one of them after its slot.
+func (p *pacer) turn(key string, rate float64) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	gap := paceGap(rate)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := time.Now()
+	if l, ok := p.last[key]; ok {
+		if d := l.Add(gap).Sub(t); d > 0 {
+			return d
+		}
+	}
+	p.last[key] = t
+	return 0
 }
 
 // prune drops keys idle for a minute, so finished tasks leave nothing.
 func (p *pacer) prune(t time.Time) {
-	if len(p.next) < 1024 {
-		return
+	if len(p.next) >= 1024 {
+		for k, at := range p.next {
+			if t.Sub(at) > time.Minute {
+				delete(p.next, k)
+			}
+		}
 	}
-	for k, at := range p.next {
-		if t.Sub(at) > time.Minute {
-			delete(p.next, k)
+	if len(p.last) >= 1024 {
+		for k, at := range p.last {
+			if t.Sub(at) > time.Minute {
+				delete(p.last, k)
+			}
 		}
 	}
 }

@@ -121,6 +121,22 @@ func (m *Module[TTx]) begin(ctx context.Context, r *pushReq, connID, outer strin
 			return nil, nil, err
 		}
 	}
+	// The check above read the database after the slot; when a previous
+	// write of the key was held up like that, this one may now be less
+	// than an interval behind it: wait out the rest, and check again.
+	for d := m.pace.turn(row.FlowKey, rate); d > 0; d = m.pace.turn(row.FlowKey, rate) {
+		if err := sleepCtx(ctx, d); err != nil {
+			if _, rerr := m.st.revert(context.WithoutCancel(ctx), rec.ID, token, "not written: "+err.Error()); rerr != nil {
+				return nil, nil, rerr
+			}
+			return nil, nil, err
+		}
+		if row.BatchID != 0 {
+			if err := m.lastCheck(ctx, r.ref, rec, token); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	a := newAttempt(rec.ID, token, row.ID)
 	a.connID, a.batch, a.key = connID, row.BatchID != 0, row.FlowKey
 	a.outer, _ = strconv.ParseUint(rec.DeliverMsgID, 10, 64)
