@@ -42,10 +42,15 @@ func testSlowHandler[TTx any](t *testing.T, env *tenv[TTx]) {
 	var calls atomic.Int32
 	done := make(chan struct{})
 	ctx := context.Background()
-	s, err := b.Subscribe(ctx, keelevents.Subscription{Consumer: "slow", Topics: []string{"s.x"}, AckWait: 300 * time.Millisecond},
+	s, err := b.Subscribe(ctx, keelevents.Subscription{Consumer: "slow", Topics: []string{"s.x"}, AckWait: time.Second},
 		func(ctx context.Context, d *keelevents.Delivery) error {
 			if calls.Add(1) == 1 {
-				time.Sleep(time.Second) // the handler's own slow work, three ack waits long
+				// The handler's own slow work, three ack waits long. The
+				// ack wait is a second: with 300 ms, one stall of the
+				// extension on a loaded machine (its statement waiting
+				// for the database) let the lease lapse, and the
+				// redelivery that followed was right.
+				time.Sleep(3 * time.Second)
 				close(done)
 			}
 			return nil

@@ -123,10 +123,12 @@ func testDRQ007[TTx any](t *testing.T, e *env[TTx]) {
 			itemsDone(t, i, task.ID, r) && itemsDone(t, i, task.ID, g)
 	})
 	// q's slow item was written before the third rejection paused q: its
-	// ACK delivered the record and settled the item, paused or not.
-	if rec := e.record(i, qRecs[2].ID); rec.Status != StatusDelivered {
-		t.Fatalf("the slow ACK of q: %+v", rec)
-	}
+	// ACK, released once the pause is seen, delivers the record and
+	// settles the item, paused or not. It travels after the pause (the
+	// gate's poll, the customer, the applier's batch), so it is waited for.
+	waitFor(t, 30*time.Second, "the slow ACK of q to deliver its record", func() bool {
+		return e.record(i, qRecs[2].ID).Status == StatusDelivered
+	})
 	if pausedKey(g) || pausedKey(r) {
 		t.Fatal("an application below the threshold paused")
 	}
