@@ -232,16 +232,18 @@ func OpenSQLite(t testing.TB, opts *Options) (*keelsqlite.Driver, string) {
 		opts = &Options{}
 	}
 	path := filepath.Join(t.TempDir(), "keel.db")
+	if !opts.Bare {
+		ctx, cancel := context.WithTimeout(context.Background(), templateBuildTimeout)
+		defer cancel()
+		if err := migratedSQLite(ctx, t, path, opts); err != nil {
+			t.Fatalf("testdb: %v", err)
+		}
+	}
 	d, err := keelsqlite.Open(path, nil)
 	if err != nil {
 		t.Fatalf("testdb: opening keelsqlite at %s: %v", path, err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
-	if !opts.Bare {
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		migrate(ctx, t, d, opts)
-	}
 	return d, path
 }
 
