@@ -3,6 +3,7 @@ module github.com/keelwork/keel
 go 1.26.8
 
 require (
+	github.com/IBM/pgxpoolprometheus v1.1.3
 	github.com/aws/aws-sdk-go-v2 v1.46.0
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.3
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.111.0

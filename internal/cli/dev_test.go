@@ -115,6 +115,12 @@ func TestDevStartsAndStopsClean(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("console login page: %d", resp.StatusCode)
 	}
+	// SQLite's one writer is where a dev's work queues: the pool's waits
+	// are on /metrics.
+	scrape(t, base, `go_sql_wait_count_total{db_name="keel"}`)
+	if v := scrape(t, base, `go_sql_max_open_connections{db_name="keel"}`); v <= 0 {
+		t.Errorf("go_sql_max_open_connections is %v", v)
+	}
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "keel.db")+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)

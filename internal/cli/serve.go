@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/IBM/pgxpoolprometheus"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -109,12 +110,12 @@ func withServeDatabase(ctx context.Context, url, schema string, f func(context.C
 			db := stdlib.OpenDBFromPool(d.Pool())
 			defer db.Close()
 			return f(ctx, &serveRun{run: func(ctx context.Context, o *ServeOpts, out io.Writer, a func(*server.Server, *auth.Store) error) error {
-				return runServer(ctx, d, db, keelsql.Pgx(d.Pool()), o, out, a)
+				return runServer(ctx, d, db, keelsql.Pgx(d.Pool()), poolMetrics(d), o, out, a)
 			}})
 		},
 		SQLite: func(ctx context.Context, d *keelsqlite.Driver) error {
 			return f(ctx, &serveRun{run: func(ctx context.Context, o *ServeOpts, out io.Writer, a func(*server.Server, *auth.Store) error) error {
-				return runServer(ctx, d, d.DB(), keelsql.SQLite(d.DB()), o, out, a)
+				return runServer(ctx, d, d.DB(), keelsql.SQLite(d.DB()), poolMetrics(d), o, out, a)
 			}})
 		},
 	})
@@ -126,8 +127,24 @@ func newLogger(out io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: l}))
 }
 
-func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB, mdb keelsql.DB[TTx], o *ServeOpts, out io.Writer,
-	announce func(*server.Server, *auth.Store) error) error {
+// poolMetrics exposes the database connections' pool: how long the
+// engine and the modules wait for a connection is the first thing to look
+// at when work slows down, and on SQLite, where every write shares one
+// connection, it is where contention shows (go_sql_wait_count_total,
+// go_sql_wait_duration_seconds_total). PostgreSQL's pool is pgx's own
+// (pgxpool_acquire_count, pgxpool_empty_acquire_count, ...).
+func poolMetrics(d any) prometheus.Collector {
+	switch d := d.(type) {
+	case *keelpgx.Driver:
+		return pgxpoolprometheus.NewCollector(d.Pool(), map[string]string{"db_name": "keel"})
+	case *keelsqlite.Driver:
+		return collectors.NewDBStatsCollector(d.DB(), "keel")
+	}
+	return nil
+}
+
+func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.DB, mdb keelsql.DB[TTx], pool prometheus.Collector,
+	o *ServeOpts, out io.Writer, announce func(*server.Server, *auth.Store) error) error {
 	if o.Migrate {
 		if err := migrateOn(ctx, d, &MigrateOpts{Direction: "up", Out: out}); err != nil {
 			return err
@@ -136,6 +153,9 @@ func runServer[TTx any](ctx context.Context, d keeldriver.Driver[TTx], db *sql.D
 	logger := newLogger(out, o.LogLevel)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if pool != nil {
+		reg.MustRegister(pool)
+	}
 	// Every instance signs batch previews with the key stored in the
 	// database, so a preview made through one is accepted by another.
 	signing, err := auth.NewStore(db, d.Dialect(), nil).SharedSecret(ctx, "batch-signing-key")

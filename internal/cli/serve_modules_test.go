@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,11 @@ func TestServeWithModules(t *testing.T) {
 	t.Logf("walked %d routes", n)
 	links := visitNav(t, r.srv.URL(), tokens[auth.RoleViewer])
 	browseNav(t, r.srv.URL(), tokens[auth.RoleViewer], links)
+	// The scraper sees the connection pool: the walk above acquired
+	// connections, so the count is not zero.
+	if v := scrape(t, r.srv.URL(), `pgxpool_acquire_count{db_name="keel"}`); v <= 0 {
+		t.Errorf("pgxpool_acquire_count is %v after the walk", v)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -157,4 +163,30 @@ func navLinks(page string) []string {
 		out = append(out, part[:strings.Index(part, `"`)])
 	}
 	return out
+}
+
+// scrape reads one sample of base's /metrics, as a scraper does (the
+// endpoint is unauthenticated); a missing sample fails the test.
+func scrape(t *testing.T, base, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(l, sample+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("/metrics: %s: %v", l, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s", sample)
+	return 0
 }
