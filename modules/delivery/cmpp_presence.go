@@ -79,18 +79,22 @@ func (p *presence) heldElsewhere(appID int64) bool {
 
 // beatLoop runs the heartbeat: record what this instance holds, read what
 // every instance holds, refresh the application cache and the active
-// tasks, and recompute the claimable flow keys.
+// tasks, and recompute the claimable flow keys; every heartbeat and when
+// kicked. Start has just beaten, so the loop waits first: a second beat
+// at once only repeated the first one's statements, and refreshed the
+// applications at a moment no caller chose (a test creating an
+// application on another instance saw this one pick it up at random).
 func (m *Module[TTx]) beatLoop(ctx context.Context) {
 	t := time.NewTicker(m.set.Heartbeat)
 	defer t.Stop()
 	for {
-		m.beat(ctx)
 		select {
 		case <-t.C:
 		case <-m.beatNow:
 		case <-ctx.Done():
 			return
 		}
+		m.beat(ctx)
 	}
 }
 
