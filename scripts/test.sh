@@ -186,8 +186,13 @@ if (($# == 0)); then
 	# Delivery's requeue tests on SQLite, without -race: the detector
 	# instruments modernc's SQLite (C compiled to Go) so heavily that under
 	# it they would measure the instrumentation (modules/delivery/race_on_test.go).
-	step "go test -count=1 delivery requeue tests on SQLite (no -race)" \
-		go test -count=1 -timeout 8m -run '^(TestDRQ.*|TestPreviewTokenOnce)$/^sqlite$' ./modules/delivery/
+	# DRQ-004's per-application rate, counted at the customer in
+	# one-second windows with 50 ms of slack, runs here on PostgreSQL too:
+	# under -race beside the rest of the suite a goroutine's stall longer
+	# than the slack is common (modules/delivery/drq_exec_test.go).
+	step "go test -count=1 delivery requeue tests on SQLite, DRQ-004 on both (no -race)" \
+		bash -c "go test -count=1 -timeout 8m -run '^(TestDRQ.*|TestPreviewTokenOnce)\$/^sqlite\$' ./modules/delivery/ &&
+			go test -count=1 -timeout 4m -run '^TestDRQ004\$/^postgres\$' ./modules/delivery/"
 	# The export's memory and crash tests at the sizes their issue names
 	# (2,000,000 rows under GOMEMLIMIT; 1,200,000 rows in 60 shards with
 	# SIGKILLs), without -race: under the detector the main run below takes
