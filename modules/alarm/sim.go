@@ -13,13 +13,18 @@ import (
 // temperature over MQTT every interval, each with its own boot epoch and
 // sequence. In storm mode a gateway fault makes every device behind the
 // faulty gateways report an over-threshold reading (the seed's gateway
-// storm, scaled), and a few of them a severe one.
+// storm, scaled), and a few of them a severe one. With Heat on (keel
+// dev's fleet) one device at a time runs hot for a while and cools down
+// again, so the alarm board of a demo fires, escalates and recovers
+// instead of staying empty.
 type Fleet struct {
 	pub      *Publisher
 	devices  []simDevice
 	interval time.Duration
 	storm    atomic.Bool
 	severe   atomic.Int64 // every n-th device reports severe in storm mode (0: none)
+	heat     atomic.Bool
+	rounds   atomic.Int64
 	sent     atomic.Int64
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -54,6 +59,36 @@ func NewFleet(url string, n int, interval time.Duration) (*Fleet, error) {
 // n-th device severe during it.
 func (f *Fleet) Storm(on bool, severeEvery int64) { f.storm.Store(on); f.severe.Store(severeEvery) }
 
+// Heat turns the demo's heat cycle on or off (see heatReading).
+func (f *Fleet) Heat(on bool) { f.heat.Store(on) }
+
+// The demo's heat cycle, in rounds of the fleet: in each cycle of
+// heatCycle rounds one device reads over temp-high's warning line for the
+// first heatRounds of them (three readings open the alarm, the rule's
+// hold) and then normal again (two close it, its recovery); every third
+// cycle it reads over the critical line instead. The hot device moves on
+// each cycle (the next in order), so the board gathers a history of instances over devices.
+const (
+	heatCycle  = 24
+	heatRounds = 8
+)
+
+// heatReading is device i's reading in round when the heat cycle picks
+// it, of n devices; ok is false when it reads normally.
+func heatReading(round int64, i, n int) (v float64, ok bool) {
+	if n <= 0 {
+		return 0, false
+	}
+	cycle, phase := round/heatCycle, round%heatCycle
+	if phase >= heatRounds || int(cycle%int64(n)) != i {
+		return 0, false
+	}
+	if cycle%3 == 2 {
+		return 125 + rand.Float64()*5, true
+	}
+	return 85 + rand.Float64()*10, true
+}
+
 // Sent is how many messages the fleet published.
 func (f *Fleet) Sent() int64 { return f.sent.Load() }
 
@@ -78,10 +113,14 @@ func (f *Fleet) Run(ctx context.Context) {
 
 // Round publishes one reading of every device.
 func (f *Fleet) Round() {
-	storm, sev := f.storm.Load(), f.severe.Load()
+	storm, sev, heat := f.storm.Load(), f.severe.Load(), f.heat.Load()
+	round := f.rounds.Add(1) - 1
 	for i := range f.devices {
 		d := &f.devices[i]
 		v := 20 + rand.Float64()*30
+		if hv, ok := heatReading(round, i, len(f.devices)); heat && ok {
+			v = hv
+		}
 		if storm {
 			v = 85 + rand.Float64()*20
 			if sev > 0 && int64(i)%sev == 0 {
@@ -114,6 +153,7 @@ func (m *Module[TTx]) demoFleet(ctx context.Context, url string) (*Fleet, error)
 	if err != nil {
 		return nil, err
 	}
+	f.Heat(true)
 	f.Run(ctx)
 	return f, nil
 }
