@@ -132,7 +132,7 @@ func TestBatchesList(t *testing.T) {
 		}
 		out := b.must(list(&cli.BatchFilter{}))
 		matches(t, out, `(?m)^ID\s+KIND\s+NAME\s+STATE\s+PROGRESS\s+CREATED\s+OPERATOR$`)
-		matches(t, out, fmt.Sprintf(`(?m)^%d\s+servertest\.items\s+servertest t\d+\s+running\s+0/7 \[\.{10}\]\s+\S+ \S+\s+token:setup$`, older))
+		matches(t, out, fmt.Sprintf(`(?m)^%d\s+servertest\.items\s+servertest t\d+\s+running\s+0/7 \[\.{10}\]\s+\S+ \S+ UTC\S*\s+token:setup$`, older))
 
 		out = b.must(list(&cli.BatchFilter{Limit: 1}))
 		cursor := regexp.MustCompile(`more: --after (\S+)`).FindStringSubmatch(b.errOut.String())
@@ -249,7 +249,7 @@ func TestBatchControl(t *testing.T) {
 		}
 		out = b.must(get(sid))
 		matches(t, out, `(?m)^PAUSED KEY\s+SINCE\s+FAILURES\s+WHY\s+LAST ERROR$`)
-		matches(t, out, `(?m)^app:2\s+\S+ \S+\s+0\s+`)
+		matches(t, out, `(?m)^app:2\s+\S+ \S+ UTC\S*\s+0\s+`)
 		matches(t, out, `resume one with: keel batches resume-key `+sid+` KEY --reason TEXT`)
 		if out = b.must(resumeKey(sid, "app:2", "gateway recovered")); out != "batch "+sid+" key app:2 resumed\n" {
 			t.Fatalf("resume-key: %q", out)

@@ -254,7 +254,7 @@ func TestReservationVerbs(t *testing.T) {
 		op.t = t
 		out := op.must(rsvList(rsvFilter{}))
 		matches(t, out, `(?m)^ID\s+USER\s+RESOURCE/SLOT\s+STATE\s+STARTS\s+EXPECTED RELEASE$`)
-		matches(t, out, fmt.Sprintf(`(?m)^%s\s+u3\s+%d/%d\s+released \(no-show\)\s+\S+ \S+\s+\S+ \S+$`, f.u3, f.resource, f.started))
+		matches(t, out, fmt.Sprintf(`(?m)^%s\s+u3\s+%d/%d\s+released \(no-show\)\s+\S+ \S+ UTC\S*\s+\S+ \S+ UTC\S*$`, f.u3, f.resource, f.started))
 		matches(t, out, fmt.Sprintf(`(?m)^%s\s+u1\s+%d/%d\s+paid, awaiting check-in\s+`, f.u1, f.resource, f.future))
 		if rows(out) != 3 {
 			t.Fatalf("want 3 reservations:\n%s", out)
@@ -287,11 +287,11 @@ func TestReservationVerbs(t *testing.T) {
 		op.t = t
 		out := op.must(rsvGet(f.u3))
 		matches(t, out, fmt.Sprintf(`(?m)^reservation %s  user u3  released \(no-show\)$`, f.u3))
-		matches(t, out, `(?m)^appeal until\s+\S+ \S+$`)
+		matches(t, out, `(?m)^appeal until\s+\S+ \S+ UTC\S*$`)
 		matches(t, out, `(?m)^AT\s+FROM → TO\s+ACTOR\s+REASON$`)
-		matches(t, out, `(?m)^\S+ \S+\s+\(new\) → awaiting payment\s+\S+\s+booked$`)
-		matches(t, out, `(?m)^\S+ \S+\s+awaiting payment → paid, awaiting check-in\s+\S+\s+paid$`)
-		matches(t, out, `(?m)^\S+ \S+\s+paid, awaiting check-in → released \(no-show\)\s+`)
+		matches(t, out, `(?m)^\S+ \S+ UTC\S*\s+\(new\) → awaiting payment\s+\S+\s+booked$`)
+		matches(t, out, `(?m)^\S+ \S+ UTC\S*\s+awaiting payment → paid, awaiting check-in\s+\S+\s+paid$`)
+		matches(t, out, `(?m)^\S+ \S+ UTC\S*\s+paid, awaiting check-in → released \(no-show\)\s+`)
 		matches(t, out, `(?m)^release notice\s+`)
 		op.fails(rsvGet("999999"), "no reservation 999999", "not_found")
 		op.fails(rsvGet("abc"), `reservation ID must be a positive integer, got "abc"`)
@@ -324,8 +324,8 @@ func TestReservationVerbs(t *testing.T) {
 		matches(t, out, `(?m)^SLOT\s+RESOURCE\s+STARTS\s+ENDS\s+CAPACITY\s+HELD\s+FREE\s+WAITING$`)
 		// The started slot: u3 restored holds one of two places; the future
 		// one: u1 checked in, u2 cancelled.
-		matches(t, out, fmt.Sprintf(`(?m)^%d\s+%d A-01\s+\S+ \S+\s+\S+ \S+\s+2\s+1\s+1\s+0$`, f.started, f.resource))
-		matches(t, out, fmt.Sprintf(`(?m)^%d\s+%d A-01\s+\S+ \S+\s+\S+ \S+\s+3\s+1\s+2\s+0$`, f.future, f.resource))
+		matches(t, out, fmt.Sprintf(`(?m)^%d\s+%d A-01\s+\S+ \S+ UTC\S*\s+\S+ \S+ UTC\S*\s+2\s+1\s+1\s+0$`, f.started, f.resource))
+		matches(t, out, fmt.Sprintf(`(?m)^%d\s+%d A-01\s+\S+ \S+ UTC\S*\s+\S+ \S+ UTC\S*\s+3\s+1\s+2\s+0$`, f.future, f.resource))
 		if out = op.must(rsvSlots(slotFilter{ResourceID: "999999"})); rows(out) != 0 {
 			t.Fatalf("--resource of nothing:\n%s", out)
 		}
@@ -339,7 +339,7 @@ func TestReservationVerbs(t *testing.T) {
 		op.call("POST", "/runs", map[string]string{"reason": "a second scan for paging"}, nil)
 		out := op.must(rsvRuns(runFilter{Kind: "scan"}))
 		matches(t, out, `(?m)^RUN\s+KIND\s+STARTED\s+DURATION\s+SCANNED\s+RELEASED\s+FAILED\s+ERRORS$`)
-		matches(t, out, `(?m)^\d+\s+release scan\s+\S+ \S+\s+\S+\s+\d+\s+\d+\s+0\s*$`)
+		matches(t, out, `(?m)^\d+\s+release scan\s+\S+ \S+ UTC\S*\s+\S+\s+\d+\s+\d+\s+0\s*$`)
 		out = op.must(rsvRuns(runFilter{Limit: 1}))
 		cursor := regexp.MustCompile(`more: --after (\S+)`).FindStringSubmatch(op.errOut.String())
 		if rows(out) != 1 || cursor == nil {

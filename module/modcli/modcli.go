@@ -119,8 +119,31 @@ func Fields(w io.Writer, rows [][]string) {
 	_ = tw.Flush()
 }
 
-// TS prints a time in the operator's local zone, to the second.
-func TS(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+// TS prints a time in the operator's local zone, to the second, naming
+// the zone by its offset ("2026-12-03 22:21:52 UTC", "… UTC+8"): a table
+// pasted into a ticket or read over a shoulder in another office says
+// which hour it means. An offset, not the zone's abbreviation: "CST" is
+// China's and also America's Central time.
+func TS(t time.Time) string {
+	l := t.Local()
+	return l.Format("2006-01-02 15:04:05") + " " + offsetName(l)
+}
+
+// offsetName is t's offset from UTC as "UTC", "UTC+8", "UTC-3:30".
+func offsetName(t time.Time) string {
+	_, off := t.Zone()
+	if off == 0 {
+		return "UTC"
+	}
+	sign := "+"
+	if off < 0 {
+		sign, off = "-", -off
+	}
+	if m := off % 3600 / 60; m != 0 {
+		return fmt.Sprintf("UTC%s%d:%02d", sign, off/3600, m)
+	}
+	return fmt.Sprintf("UTC%s%d", sign, off/3600)
+}
 
 // OptTS prints an optional time, or "-".
 func OptTS(t *time.Time) string {
