@@ -190,10 +190,22 @@ func ProblemCode(err error) string {
 	return ""
 }
 
-// NotFound names the object when the API does not know it.
+// NotFound names the object when the API does not know it: the engine's
+// not_found and a module's own "<thing>_not_found" codes alike become
+// "no payment NOPE000001 (payment_not_found)", a sentence with the stable
+// code scripts match on, instead of the problem's terse detail. The
+// problem stays wrapped (errors.As finds it).
 func NotFound(what, id string, err error) error {
-	if ProblemCode(err) == "not_found" {
-		return fmt.Errorf("no %s %s: %w", what, id, err)
+	if c := ProblemCode(err); c == "not_found" || strings.HasSuffix(c, "_not_found") {
+		return &notFoundError{msg: fmt.Sprintf("no %s %s (%s)", what, id, c), err: err}
 	}
 	return err
 }
+
+type notFoundError struct {
+	msg string
+	err error
+}
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return e.err }

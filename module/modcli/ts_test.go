@@ -1,6 +1,7 @@
 package modcli
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -30,5 +31,34 @@ func TestTSNamesTheZone(t *testing.T) {
 	}
 	if got := OptTS(nil); got != "-" {
 		t.Errorf("OptTS(nil) = %q", got)
+	}
+}
+
+type problem struct{ code string }
+
+func (p *problem) Error() string       { return "terse detail (" + p.code + ")" }
+func (p *problem) ProblemCode() string { return p.code }
+
+// TestNotFoundIsASentence: the engine's and the modules' not-found codes
+// read as "no <what> <id> (<code>)", with the problem still wrapped; other errors
+// pass through.
+func TestNotFoundIsASentence(t *testing.T) {
+	for _, code := range []string{"not_found", "payment_not_found", "delivery_not_found"} {
+		p := &problem{code}
+		err := NotFound("payment", "NOPE000001", p)
+		if err.Error() != "no payment NOPE000001 ("+code+")" {
+			t.Errorf("%s: %q", code, err)
+		}
+		var got *problem
+		if !errors.As(err, &got) || got != p {
+			t.Errorf("%s: the problem is not wrapped", code)
+		}
+	}
+	other := &problem{"invalid_argument"}
+	if err := NotFound("payment", "x", other); err != other {
+		t.Errorf("invalid_argument became %v", err)
+	}
+	if err := NotFound("payment", "x", nil); err != nil {
+		t.Errorf("nil became %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -209,6 +210,9 @@ func billCmd(run modcli.Runner) *cobra.Command {
 		RunE: verb(run, func(ctx context.Context, e *modcli.Env, args []string) error {
 			if args[0] != "wechat" && args[0] != "alipay" {
 				return fmt.Errorf("unknown channel %q (wechat or alipay)", args[0])
+			}
+			if _, err := time.Parse(time.DateOnly, args[1]); err != nil {
+				return fmt.Errorf("day %q must be a date as YYYY-MM-DD (the channel's day, China time)", args[1])
 			}
 			var out struct{ Lines int }
 			raw, err := e.API.Call(ctx, "POST", APIPrefix+"/bills", map[string]string{"channel": args[0], "day": args[1]}, &out)
