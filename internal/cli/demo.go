@@ -9,6 +9,7 @@ import (
 
 	"github.com/keelwork/keel"
 	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
 )
 
 // demoArgs is the demo kind: a delivery to an imaginary counterpart that is
@@ -61,6 +62,20 @@ type notifyArgs struct {
 }
 
 func (notifyArgs) Kind() string { return "demo.notify" }
+
+// The words of what the demo's workers end or wait with, for the console's
+// job pages (the kinds' scope is "demo").
+func init() {
+	web.RegisterReasons("demo",
+		web.SystemReason{Text: `recipient opted out`, ZH: "收件人已退订", EN: "The recipient opted out"},
+		web.SystemReason{Text: `client rejected the message`, ZH: "客户端拒收该消息", EN: "The client rejected the message"},
+		web.SystemReason{Text: `tenant (?P<tenant>\d+) gateway refused \(retryable\)`, ZH: "租户 {tenant} 的网关拒绝（将重试）", EN: "Tenant {tenant}'s gateway refused (retried)"},
+		web.SystemReason{Text: `client offline: waiting for a connection`, ZH: "客户端离线，等待连接", EN: "Client offline: waiting for a connection"},
+		web.SystemReason{Text: `counterpart busy \(retryable\)`, ZH: "对方繁忙（将重试）", EN: "The counterpart was busy (retried)"},
+		web.SystemReason{Text: `timed out after sending`, ZH: "发出后超时，结果未知（先查询再重试）", EN: "Timed out after sending: outcome unknown (queried before any retry)"},
+		web.SystemReason{Text: `counterpart rejected the order`, ZH: "对方拒绝了该订单", EN: "The counterpart rejected the order"},
+	)
+}
 
 type notifyWorker struct{}
 

@@ -1,6 +1,13 @@
 package delivery
 
-import "github.com/keelwork/keel/module/web"
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/keelwork/keel/module/web"
+)
 
 // The words of the audit actions this module writes (the console's audit
 // log shows them; a test checks every action the source writes has words).
@@ -21,4 +28,24 @@ func init() {
 		web.SystemReason{Text: `DELIVER_RESP after the ACK timeout; the attempt stays unconfirmed`,
 			ZH: "ACK 超时后才收到 DELIVER_RESP，本次尝试仍记为未确认", EN: "DELIVER_RESP arrived after the ACK timeout; the attempt stays unconfirmed"},
 	)
+	web.RegisterReasons(LineName, jobReasons()...)
+}
+
+// jobReasons are the words of what a push job ends with, as the engine's
+// job pages show it: "failed: <class>: <detail>" (and "cancelled: …" for a
+// lost connection's item, see splitFailure) and the skip codes, in the
+// words the module's own pages use for them.
+func jobReasons() []web.SystemReason {
+	var out []web.SystemReason
+	for _, key := range slices.Sorted(maps.Keys(labels)) {
+		l := labels[key]
+		if class, ok := strings.CutPrefix(key, "class."); ok {
+			out = append(out, web.SystemReason{Text: `(?:failed|cancelled): ` + regexp.QuoteMeta(class) + `: (?P<detail>.*)`,
+				ZH: l.zh + "：{detail}", EN: l.en + ": {detail}"})
+		}
+		if code, ok := strings.CutPrefix(key, "skip."); ok {
+			out = append(out, web.SystemReason{Text: regexp.QuoteMeta(code), ZH: l.zh, EN: l.en})
+		}
+	}
+	return out
 }

@@ -120,26 +120,47 @@ func why(v *view, j *api.Job) string {
 	}
 	switch j.State {
 	case keeltype.JobStateWaiting:
-		return word(v.Lang, "wait_reason") + ": " + web.WaitReasonWord(v.Lang, j.WaitReason)
+		w := web.WaitReasonWord(v.Lang, j.WaitReason)
+		if w == j.WaitReason { // not one of the engine's: the module's words, if any
+			w = jobReason(v, j.Kind, w)
+		}
+		return word(v.Lang, "wait_reason") + ": " + w
 	case keeltype.JobStateSkipped:
-		return word(v.Lang, "skip_reason") + ": " + resultText(j.Result)
+		return word(v.Lang, "skip_reason") + ": " + jobReason(v, j.Kind, resultText(j.Result))
 	case keeltype.JobStateFailed, keeltype.JobStateManual, keeltype.JobStateRetryable, keeltype.JobStateUnknown:
 		if last == "" {
 			last = resultText(j.Result)
 		}
-		return word(v.Lang, "fail_reason") + ": " + last
+		return word(v.Lang, "fail_reason") + ": " + jobReason(v, j.Kind, last)
 	case keeltype.JobStateCancelled:
 		if last != "" {
-			return word(v.Lang, "reason") + ": " + last
+			return word(v.Lang, "reason") + ": " + jobReason(v, j.Kind, last)
 		}
 	}
 	return ""
 }
 
+// jobReason says a job's skip, failure or cancel reason in words: the
+// words the kind's module registered for it ("delivery.push" is the
+// delivery module's), else the engine's, else as the worker wrote it.
+func jobReason(v *view, kind, text string) string {
+	scope, _, _ := strings.Cut(kind, ".")
+	return web.ReasonWord(v.Lang, scope, text, nil)
+}
+
+// resultText is a job's result as text: a string as it is, a skip's
+// {"skip_reason": code} as its code (keel.JobSkip), anything else as its
+// JSON.
 func resultText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
+	}
+	var skip struct {
+		Reason *string `json:"skip_reason"`
+	}
+	if json.Unmarshal(raw, &skip) == nil && skip.Reason != nil {
+		return *skip.Reason
 	}
 	if len(raw) == 0 {
 		return "—"

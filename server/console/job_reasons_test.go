@@ -1,0 +1,51 @@
+package console
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/keelwork/keel/keeltype"
+	"github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/server/api"
+)
+
+func init() {
+	web.RegisterReasons("reasontest",
+		web.SystemReason{Text: `opted_out`, ZH: "收件人已退订", EN: "The recipient opted out"},
+		web.SystemReason{Text: `failed: rejected: (?P<detail>.*)`, ZH: "对方拒绝：{detail}", EN: "Rejected: {detail}"},
+		web.SystemReason{Text: `offline`, ZH: "对方离线", EN: "The counterpart is offline"},
+	)
+}
+
+// TestJobReasonsInWords: the reason beside a job's state on the job pages
+// is said in the words its kind's module registered — a skip's code out of
+// its {"skip_reason": …} result, a failure's class with its detail, a
+// module's own wait reason — Chinese first; what has no words reads as
+// the worker wrote it, and never as the result's JSON.
+func TestJobReasonsInWords(t *testing.T) {
+	zh, en := &view{Lang: "zh"}, &view{Lang: "en"}
+	skipped := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateSkipped, Result: json.RawMessage(`{"skip_reason":"opted_out"}`)}
+	failed := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateManual,
+		Errors: []keeltype.AttemptError{{Message: "failed: rejected: code 9"}}}
+	waiting := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateWaiting, WaitReason: "offline"}
+	engineWait := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateWaiting, WaitReason: "connection"}
+	unknown := &api.Job{Kind: "other.push", State: keeltype.JobStateSkipped, Result: json.RawMessage(`{"skip_reason":"opted_out"}`)}
+	for _, c := range []struct {
+		v    *view
+		j    *api.Job
+		want string
+	}{
+		{zh, skipped, "跳过原因: 收件人已退订"},
+		{en, skipped, "Skip reason: The recipient opted out"},
+		{zh, failed, "失败原因: 对方拒绝：code 9"},
+		{en, failed, "Failure reason: Rejected: code 9"},
+		{zh, waiting, "等待原因: 对方离线"},
+		{zh, engineWait, "等待原因: 等待连接"},
+		// Another module's words do not apply; the code reads as written.
+		{zh, unknown, "跳过原因: opted_out"},
+	} {
+		if got := why(c.v, c.j); got != c.want {
+			t.Errorf("%s %s in %s: %q, want %q", c.j.Kind, c.j.State, c.v.Lang, got, c.want)
+		}
+	}
+}
