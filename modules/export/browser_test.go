@@ -51,6 +51,9 @@ func testConsoleInBrowser[TTx any](t *testing.T, e *tenv[TTx]) {
 		chromedp.Click(chromedp.CSS(`header nav a[href="/exports"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#export-create")), br.Shot("export-centre-empty"))
 	br.MustSee("empty page", "body", "还没有导出任务")
+	// The columns to choose are named in words, beside the names the
+	// file's header will carry.
+	br.MustSee("column choices", "form.export-new fieldset", "订单号 (order_no)", "金额（分） (amount_minor)", "下单时间（UTC） (created_at)")
 	br.Do("create an export",
 		chromedp.SetValue(chromedp.CSS(`input[name="tenant"]`), "web"),
 		chromedp.Click(chromedp.CSS(`input[name="bom"]`)),

@@ -33,9 +33,28 @@ var stateWords = map[string][2]string{
 	"":               {"—", "—"},
 }
 
+// columnWords name the export's columns for the operator; the file's
+// header keeps the column's own name, shown beside the words so the
+// operator knows what the file will say.
+var columnWords = map[string][2]string{
+	"id":           {"编号", "ID"},
+	"order_no":     {"订单号", "Order number"},
+	"customer":     {"客户", "Customer"},
+	"amount_minor": {"金额（分）", "Amount (minor units)"},
+	"currency":     {"币种", "Currency"},
+	"status":       {"订单状态", "Order status"},
+	"created_at":   {"下单时间（UTC）", "Ordered at (UTC)"},
+}
+
 var pageTemplates = console.Parse(templateFiles, template.FuncMap{
 	"word": func(v *module.View, s string) string { return console.Word(v, stateWords, s, "未知", "unknown") },
-	"pct":  func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) },
+	"col": func(v *module.View, c string) string {
+		if w, ok := columnWords[c]; ok {
+			return v.Zh(w[0], w[1]) + " (" + c + ")"
+		}
+		return c
+	},
+	"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) },
 	// ts is a time outside a time column, with its zone; when is one in
 	// a column whose head names the zone (View.TimeHead).
 	"ts":   func(v *module.View, t any) string { return v.TimeZoned(t) },
