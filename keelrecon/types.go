@@ -93,6 +93,9 @@ type Discrepancy struct {
 	// a JSON object per source, shown side by side field by field.
 	Evidence map[string]json.RawMessage
 	// SuggestedAction says in words what Execute will do ("补记支付成功").
+	// It may end with what Execute needs of it, which the console does
+	// not show: the action's code in parentheses and a fingerprint of the
+	// evidence in brackets ("金额不符: 人工核实 (adjudge) [3f2a…]").
 	SuggestedAction string
 	// Impact is the action's amount in minor units, with its currency
 	// (ISO 4217, three capital letters; empty when Impact is 0).

@@ -3,6 +3,7 @@ package eventsweb
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,8 +97,11 @@ type EvidenceTable struct {
 	Rows    []EvidenceRow
 }
 
-// EvidenceRow is one field across the sources; Differs marks a field whose
-// values are not all the same.
+// EvidenceRow is one field across the sources; Differs marks a field that
+// two sources hold with different values. A source without the field
+// (shown "—") does not disagree: each source keeps its own fields (the
+// channel's bill has a fee, our payment an order), and marking every such
+// row would hide the one field that does differ.
 type EvidenceRow struct {
 	Field   string
 	Values  []string
@@ -136,13 +140,17 @@ func Evidence(ev map[string]json.RawMessage) EvidenceTable {
 	sort.Strings(names)
 	for _, f := range names {
 		row := EvidenceRow{Field: f}
+		held := ""
 		for i := range t.Sources {
 			val, ok := flat[i][f]
 			if !ok {
 				val = "—"
 			}
-			if len(row.Values) > 0 && val != row.Values[0] {
-				row.Differs = true
+			if val != "—" {
+				if held != "" && val != held {
+					row.Differs = true
+				}
+				held = val
 			}
 			row.Values = append(row.Values, val)
 		}
@@ -151,8 +159,9 @@ func Evidence(ev map[string]json.RawMessage) EvidenceTable {
 	return t
 }
 
-// moneyFields shows an integer amount field ("amount", "*_amount") beside
-// a "currency" field of the same object as money, not minor units.
+// moneyFields shows an integer amount field ("amount", "*_amount", or
+// "*_minor", minor units by name) beside a "currency" field of the same
+// object as money, not minor units.
 func moneyFields(v any, prefix string, out map[string]string) {
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -164,7 +173,7 @@ func moneyFields(v any, prefix string, out map[string]string) {
 		if prefix != "" {
 			name = prefix + "." + k
 		}
-		if n, isNum := val.(float64); isNum && cur != "" && (k == "amount" || strings.HasSuffix(k, "_amount")) && n == float64(int64(n)) {
+		if n, isNum := val.(float64); isNum && cur != "" && (k == "amount" || strings.HasSuffix(k, "_amount") || strings.HasSuffix(k, "_minor")) && n == float64(int64(n)) {
 			out[name] = Money(int64(n), cur)
 			continue
 		}
@@ -250,6 +259,7 @@ var sourceWords = words{
 	"channel": {"渠道", "Channel"},
 	"ledger":  {"账务", "Ledger"},
 	"order":   {"订单", "Order"},
+	"orders":  {"订单", "Orders"},
 	"carrier": {"承运商", "Carrier"},
 	"bank":    {"银行", "Bank"},
 }
@@ -263,4 +273,18 @@ func (w words) in(code, lang string) string {
 		return p[1]
 	}
 	return p[0]
+}
+
+// machineTail is what a reconciler may append to its suggestion for its
+// own Execute (keelrecon.Discrepancy.SuggestedAction): the action's code
+// in parentheses and the evidence's fingerprint in brackets.
+var machineTail = regexp.MustCompile(`(?: \([a-z][a-z0-9_]*\))?(?: \[[^\]]*\])?$`)
+
+// SuggestedWords is a suggestion as the operator reads it: its words,
+// without the code and fingerprint the reconciler keeps for Execute.
+func SuggestedWords(s string) string {
+	if w := strings.TrimSpace(machineTail.ReplaceAllString(s, "")); w != "" {
+		return w
+	}
+	return s
 }

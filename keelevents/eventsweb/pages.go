@@ -54,6 +54,7 @@ func (b base) ApprovalState(s keelrecon.ApprovalState) string {
 }
 func (b base) RunWord(s string) string    { return runWords.in(s, b.V.Lang) }
 func (b base) Source(s string) string     { return sourceWords.in(s, b.V.Lang) }
+func (b base) Suggested(s string) string  { return SuggestedWords(s) }
 func (b base) CanOperate() bool           { return b.V.Can(module.RoleOperator) }
 func (b base) States() []keelrecon.State  { return keelrecon.States }
 func (b base) Classes() []keelrecon.Class { return keelrecon.Classes }
