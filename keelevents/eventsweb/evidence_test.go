@@ -3,6 +3,9 @@ package eventsweb
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/web"
 )
 
 // TestEvidenceMarksOnlyDisagreement: a field is marked as differing only
@@ -51,6 +54,30 @@ func TestSuggestedWords(t *testing.T) {
 	} {
 		if got := SuggestedWords(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSuggestedInTheOperatorsLanguage: a suggestion reads in the page's
+// language: the half of a "中文 / English" pair, or the words the
+// reconciler's module registered; else as written.
+func TestSuggestedInTheOperatorsLanguage(t *testing.T) {
+	web.RegisterReasons("suggesttest", web.SystemReason{Text: `金额不符: 人工核实`, ZH: "金额不符: 人工核实", EN: "Amounts differ: check by hand"})
+	zh, en := base{V: &module.View{Lang: "zh"}}, base{V: &module.View{Lang: "en"}}
+	for _, c := range []struct {
+		b          base
+		reconciler string
+		in, want   string
+	}{
+		{zh, "suggesttest.channel", "金额不符: 人工核实 (adjudge) [fp 1]", "金额不符: 人工核实"},
+		{en, "suggesttest.channel", "金额不符: 人工核实 (adjudge) [fp 1]", "Amounts differ: check by hand"},
+		{en, "other.channel", "金额不符: 人工核实 (adjudge)", "金额不符: 人工核实"},
+		{zh, "inventory.stock", "核对出库数量 / check the shipped quantity", "核对出库数量"},
+		{en, "inventory.stock", "核对出库数量 / check the shipped quantity", "check the shipped quantity"},
+		{en, "x.y", "settle A / B by hand", "settle A / B by hand"},
+	} {
+		if got := c.b.Suggested(c.reconciler, c.in); got != c.want {
+			t.Errorf("%s %s %q: %q, want %q", c.b.V.Lang, c.reconciler, c.in, got, c.want)
 		}
 	}
 }

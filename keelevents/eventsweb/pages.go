@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/module"
@@ -52,9 +54,31 @@ func (b base) Class(c keelrecon.Class) string            { return classWords.in(
 func (b base) ApprovalState(s keelrecon.ApprovalState) string {
 	return approvalWords.in(string(s), b.V.Lang)
 }
-func (b base) RunWord(s string) string    { return runWords.in(s, b.V.Lang) }
-func (b base) Source(s string) string     { return sourceWords.in(s, b.V.Lang) }
-func (b base) Suggested(s string) string  { return SuggestedWords(s) }
+func (b base) RunWord(s string) string { return runWords.in(s, b.V.Lang) }
+func (b base) Source(s string) string  { return sourceWords.in(s, b.V.Lang) }
+
+// Suggested is a reconciler's suggested action in the page's language:
+// its words without what Execute keeps of it (SuggestedWords), the half of
+// a "中文 / English" pair, or the words its module registered
+// (web.RegisterReasons under the reconciler's namespace, "payment" for
+// "payment.channel"); else as written.
+func (b base) Suggested(reconciler, s string) string {
+	w := SuggestedWords(s)
+	if zh, en, ok := strings.Cut(w, " / "); ok && hasHan(zh) && !hasHan(en) {
+		return b.V.Zh(strings.TrimSpace(zh), strings.TrimSpace(en))
+	}
+	scope, _, _ := strings.Cut(reconciler, ".")
+	return web.ReasonWord(b.V.Lang, scope, w, nil)
+}
+
+func hasHan(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			return true
+		}
+	}
+	return false
+}
 func (b base) CanOperate() bool           { return b.V.Can(module.RoleOperator) }
 func (b base) States() []keelrecon.State  { return keelrecon.States }
 func (b base) Classes() []keelrecon.Class { return keelrecon.Classes }

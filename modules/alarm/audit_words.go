@@ -28,6 +28,9 @@ func init() {
 			ZH: "普通积压 {backlog} 条，超过风暴水位 {water}", EN: "ordinary backlog {backlog} above the storm water of {water}"},
 		web.SystemReason{Text: `(?P<held>\d+) 条待发通知合并为 (?P<summaries>\d+) 条摘要`,
 			ZH: "{held} 条待发通知合并为 {summaries} 条摘要", EN: "{held} held notices merged into {summaries} summaries"},
+		// The severe-alarm reconciler's suggested action (recon.go).
+		web.SystemReason{Text: `严重告警未送达且无人接管：立即电话通知值班`,
+			ZH: "严重告警未送达且无人接管：立即电话通知值班", EN: "A severe alarm was not delivered and nobody took it: phone the on-call operator now"},
 	)
 }
 
