@@ -38,7 +38,7 @@ func TestBatchesOnPostgres(t *testing.T) {
 	env := []string{"KEEL_DATABASE_URL=" + testdb.ServeURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_SERVER="}
 
 	out := keelOK(t, env, "batches", "list")
-	if !regexp.MustCompile(`(?m)^` + sid + `\s+e2e\.items\s+e2e batch\s+running\s+0/4 \[\.{10}\]\s+\S+ \S+\s+token:e2e$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^` + sid + `\s+e2e\.items\s+e2e batch\s+running\s+0/4 \[\.{10}\]\s+\S+ \S+ UTC\S*\s+token:e2e$`).MatchString(out) {
 		t.Fatalf("batches list:\n%s", out)
 	}
 	keelFails(t, env, 1, "keel: --reason is required: at least 5 characters", "batches", "pause", sid)
