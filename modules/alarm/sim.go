@@ -67,7 +67,8 @@ func (f *Fleet) Heat(on bool) { f.heat.Store(on) }
 // first heatRounds of them (three readings open the alarm, the rule's
 // hold) and then normal again (two close it, its recovery); every third
 // cycle it reads over the critical line instead. The hot device moves on
-// each cycle (the next in order), so the board gathers a history of instances over devices.
+// each cycle (the next in order), so the board gathers a history of
+// instances over devices.
 const (
 	heatCycle  = 24
 	heatRounds = 8

@@ -145,7 +145,20 @@ func why(v *view, j *api.Job) string {
 // delivery module's), else the engine's, else as the worker wrote it.
 func jobReason(v *view, kind, text string) string {
 	scope, _, _ := strings.Cut(kind, ".")
-	return web.ReasonWord(v.Lang, scope, text, nil)
+	if w := web.ReasonWord(v.Lang, scope, text, nil); w != text {
+		return w
+	}
+	// The engine's outcome wrappers (keel.JobFail's "failed: ",
+	// JobCancel's "cancelled: ") repeat what the state beside the reason
+	// says: the words of what they wrap, if it has any.
+	for _, p := range []string{"failed: ", "cancelled: "} {
+		if rest, ok := strings.CutPrefix(text, p); ok {
+			if w := web.ReasonWord(v.Lang, scope, rest, nil); w != rest {
+				return w
+			}
+		}
+	}
+	return text
 }
 
 // resultText is a job's result as text: a string as it is, a skip's

@@ -29,6 +29,10 @@ func TestJobReasonsInWords(t *testing.T) {
 		Errors: []keeltype.AttemptError{{Message: "failed: rejected: code 9"}}}
 	waiting := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateWaiting, WaitReason: "offline"}
 	engineWait := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateWaiting, WaitReason: "connection"}
+	wrapped := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateFailed,
+		Errors: []keeltype.AttemptError{{Message: "failed: offline"}}}
+	unwords := &api.Job{Kind: "reasontest.push", State: keeltype.JobStateFailed,
+		Errors: []keeltype.AttemptError{{Message: "failed: something new"}}}
 	unknown := &api.Job{Kind: "other.push", State: keeltype.JobStateSkipped, Result: json.RawMessage(`{"skip_reason":"opted_out"}`)}
 	for _, c := range []struct {
 		v    *view
@@ -41,6 +45,9 @@ func TestJobReasonsInWords(t *testing.T) {
 		{en, failed, "Failure reason: Rejected: code 9"},
 		{zh, waiting, "等待原因: 对方离线"},
 		{zh, engineWait, "等待原因: 等待连接"},
+		// keel.JobFail's "failed: " wraps words the module has.
+		{zh, wrapped, "失败原因: 对方离线"},
+		{zh, unwords, "失败原因: failed: something new"},
 		// Another module's words do not apply; the code reads as written.
 		{zh, unknown, "跳过原因: opted_out"},
 	} {
