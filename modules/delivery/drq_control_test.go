@@ -20,10 +20,12 @@ import (
 	"github.com/keelwork/keel/module/moduletest"
 )
 
-// phonePolicy answers each DELIVER by its phone number.
+// phonePolicy answers each DELIVER by its phone number; on, when set for
+// a number, runs as its DELIVER arrives.
 type phonePolicy struct {
 	mu sync.Mutex
 	m  map[string]ackAction
+	on map[string]func()
 }
 
 func (p *phonePolicy) set(phone string, a ackAction) {
@@ -35,6 +37,9 @@ func (p *phonePolicy) set(phone string, a ackAction) {
 func (p *phonePolicy) policy(d *delivered) ackAction {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if f := p.on[d.Dest]; f != nil {
+		f()
+	}
 	return p.m[d.Dest]
 }
 
@@ -53,7 +58,7 @@ func testDRQ007[TTx any](t *testing.T, e *env[TTx]) {
 	hc := newHTTPCustomer(t, "secret-h7", func([]PushItem) (int, any) { return 503, map[string]string{"error": "down"} })
 	i := e.start(testSettings("ack_timeout", "3s", "ack_inline", "300ms")) // the held ACKs below stay within it
 	ent := e.enterprise(i, "Acme")
-	pol := &phonePolicy{m: map[string]ackAction{}}
+	pol := &phonePolicy{m: map[string]ackAction{}, on: map[string]func(){}}
 	mk := func(name, acct string, p Protocol, url string, n int, act func(k int) ackAction) (*Application, []*Record) {
 		a := e.app(i, ent, name, acct, p, url)
 		if p != ProtoHTTP {
@@ -78,11 +83,18 @@ func testDRQ007[TTx any](t *testing.T, e *env[TTx]) {
 	// wait must not reset the count, so the third rejection pauses. The
 	// slow ACK is held until the third rejection is counted (a fixed delay
 	// lost the race when the machine was loaded: the next item was sent
-	// after the slow ACK had come).
-	slow := make(chan struct{})
+	// after the slow ACK had come). The rejections after it wait for the
+	// slow item to reach the customer: items of one application may be
+	// sent out of order, and three rejections counted before the slow item
+	// is written would pause q with it unsent.
+	slow, slowSent := make(chan struct{}), make(chan struct{})
 	q, qRecs := mk("slow-ok", "q001", ProtoCMPP30, "", 5, func(k int) ackAction {
-		return []ackAction{{Result: 9}, {Result: 9}, {Until: slow}, {Result: 9}, {Result: 9}}[k]
+		return []ackAction{{Result: 9}, {Result: 9}, {Until: slow}, {Result: 9, Until: slowSent}, {Result: 9, Until: slowSent}}[k]
 	})
+	var slowOnce sync.Once
+	pol.mu.Lock()
+	pol.on[qRecs[2].Phone] = func() { slowOnce.Do(func() { close(slowSent) }) }
+	pol.mu.Unlock()
 	// r: reject, reject, success, reject, reject: a success resets. Each
 	// answer waits for the one before it to be counted, so the order the
 	// engine sees is this one even when sends overtake each other.
