@@ -19,8 +19,9 @@ import (
 // audit log and a batch after the engine wrote reasons of its own: a
 // batch whose counters were repaired from its items (stored with its
 // reason code), an auto-pause audited before codes were stored (read by
-// its text) and a batch's last error from an auto-paused key. Each reads
-// in the page's language, and the stored English only in the hover title.
+// its text), a batch's last error from an auto-paused key and a job's
+// error history (an expired lease, a timeout). Each reads in the page's
+// language, and the stored English only in the hover title.
 func TestEngineReasonsInWords(t *testing.T) {
 	t.Parallel()
 	e := servertest.SQLite(t)
@@ -47,21 +48,36 @@ func TestEngineReasonsInWords(t *testing.T) {
 		"key app:1 auto-paused: counterpart busy", id); err != nil {
 		t.Fatal(err)
 	}
+	// The history the engine writes for a job: the rescuer's expired
+	// lease, then an attempt past its time limit.
+	jobID, err := e.Insert(ctx, servertest.Args{N: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DB.ExecContext(ctx, `UPDATE keel_job SET state = 'failed', errors = ? WHERE id = ?`,
+		`[{"attempt":1,"fence":1,"class":"lease_expired","message":"lease expired (owner host-7)","at":"2026-12-01T04:00:00Z"},`+
+			`{"attempt":2,"fence":2,"class":"timeout","message":"context deadline exceeded","at":"2026-12-01T04:05:00Z"}]`, jobID); err != nil {
+		t.Fatal(err)
+	}
 	base := e.Start(t)
 	br := browsertest.New(t, 90*time.Second)
 	br.Login(base, e.Tokens[auth.RoleOperator])
 	batch := "/batches/" + strconv.FormatInt(id, 10)
-	raw := []string{"counters drifted from items", "consecutive failures reached", "auto-paused:"}
+	job := "/jobs/" + strconv.FormatInt(jobID, 10)
+	raw := []string{"counters drifted from items", "consecutive failures reached", "auto-paused:", "lease expired (owner", "deadline exceeded"}
 	want := map[string]map[string][]string{
 		"zh": {"/audit": {"计数与任务项不符，已按任务项更正", "连续失败 4 次，达到自动暂停阈值 4"},
-			batch: {"键 app:1 连续失败已自动暂停，最后一次错误：counterpart busy"}},
+			batch: {"键 app:1 连续失败已自动暂停，最后一次错误：counterpart busy"},
+			job:   {"执行者 host-7 的租约已过期，任务已收回", "超时：执行超过了时限"}},
 		"en": {"/audit": {"The counters disagreed with the items and were corrected from them",
 			"4 failures in a row reached the auto-pause threshold of 4"},
-			batch: {"Key app:1 paused itself after repeated failures; last error: counterpart busy"}},
+			batch: {"Key app:1 paused itself after repeated failures; last error: counterpart busy"},
+			job:   {"The lease of host-7 expired and the job was taken back", "Timed out: the attempt ran past its time limit"}},
 	}
+	titleOf := map[string]string{"/audit": "counters drifted from items", batch: "auto-paused", job: "lease expired (owner host-7)"}
 	for _, lang := range []string{"zh", "en"} {
 		br.Do("language "+lang, chromedp.Navigate(base+"/?lang="+lang), chromedp.WaitVisible(chromedp.CSS("header nav")))
-		for _, p := range []string{"/audit", batch} {
+		for _, p := range []string{"/audit", batch, job} {
 			br.Do(lang+" "+p, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS("main")),
 				br.Shot("reasons-"+lang+strings.ReplaceAll(p, "/", "-")))
 			text := br.Text(p, "main")
@@ -80,7 +96,7 @@ func TestEngineReasonsInWords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(strings.Join(titles, "\n"), map[string]string{"/audit": "counters drifted from items", batch: "auto-paused"}[p]) {
+			if !strings.Contains(strings.Join(titles, "\n"), titleOf[p]) {
 				t.Errorf("%s %s: the stored reason is not in a hover title: %q", lang, p, titles)
 			}
 		}
