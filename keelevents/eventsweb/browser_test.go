@@ -82,7 +82,7 @@ func TestReconConsoleInBrowser(t *testing.T) {
 	alice.MustSee("replayed", "#manual-state", "已重放")
 	alice.Do("back to Chinese", chromedp.Navigate(s.base+"/recon/discrepancies?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#discrepancies")))
 	alice.MustSee("discrepancy words", "#discrepancies", "我方缺失", "对方缺失", "金额不符", "已自动修复", "需双人审批", "500.00 CNY")
-	alice.MustSee("times with their zone", "#discrepancies", "(UTC+08:00)")
+	alice.MustSee("times with their zone", "#discrepancies", "北京时间")
 
 	// The evidence side by side, field by field; the amounts differ.
 	alice.Do("open the discrepancy", chromedp.Navigate(s.base+dPath), chromedp.WaitVisible(chromedp.CSS("#evidence")))

@@ -220,12 +220,14 @@ func (b base) AgeSince(t *time.Time) string {
 	return Age(time.Since(*t), b.V.Lang == "en")
 }
 
-// Payload is Payload for templates.
-func (b base) Payload(raw []byte) EvidenceTable { return Payload(raw) }
+// Payload is Payload for templates, in the words of the topic's module.
+func (b base) Payload(topic string, raw []byte) EvidenceTable {
+	return Payload(raw).In(b.V.Lang, Scope(topic), b.zone)
+}
 
-// Side lays two payloads side by side (a quarantined event's).
-func (b base) Side(applied, received []byte) EvidenceTable {
-	return Evidence(map[string]json.RawMessage{"ours": applied, "received": received})
+// Side lays two payloads of topic side by side (a quarantined event's).
+func (b base) Side(topic string, applied, received []byte) EvidenceTable {
+	return Evidence(map[string]json.RawMessage{"ours": applied, "received": received}).In(b.V.Lang, Scope(topic), b.zone)
 }
 
 func (w *Web[TTx]) pageQuarantine(_ http.ResponseWriter, r *http.Request, v *module.View) (*module.Rendered, error) {

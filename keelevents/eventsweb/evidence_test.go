@@ -81,3 +81,47 @@ func TestSuggestedInTheOperatorsLanguage(t *testing.T) {
 		}
 	}
 }
+
+func init() {
+	web.RegisterFields("evtest", map[string][2]string{"rows": {"账单行", "Bill line"}, "fee_minor": {"手续费", "Fee"},
+		"at": {"时间", "At"}, "state": {"状态", "State"}, "books": {"账面", "Books"}})
+	web.RegisterFieldValues("evtest", "state", map[string][2]string{"refunded": {"已退款", "refunded"}})
+}
+
+// TestEvidenceInWords: the table says its fields, sources and coded values
+// in the reconciler's module's words, its times in the page's zone as the
+// console shows them, and a bill line's amounts (in an array) as money;
+// whether a row differs was decided on the stored values.
+func TestEvidenceInWords(t *testing.T) {
+	ev := map[string]json.RawMessage{
+		"ours":  json.RawMessage(`{"state":"paid"}`),
+		"books": json.RawMessage(`{"state":"refunded","rows":[{"fee_minor":-53,"currency":"CNY","at":"2026-12-04T04:22:35Z"}]}`),
+	}
+	tb := Evidence(ev).In("zh", Scope("evtest.channel"), web.DisplayZone)
+	if len(tb.Labels) != 2 || tb.Labels[0] != "我方" || tb.Labels[1] != "账面" {
+		t.Errorf("sources read %v", tb.Labels)
+	}
+	got := map[string]EvidenceRow{}
+	for _, r := range tb.Rows {
+		got[r.Field] = r
+	}
+	for field, want := range map[string][2]string{
+		"rows[0].fee_minor": {"账单行 1 · 手续费", "-0.53 CNY"},
+		"rows[0].at":        {"账单行 1 · 时间", "2026-12-04 12:22:35 北京时间"},
+		"state":             {"状态", "已退款"},
+	} {
+		r, ok := got[field]
+		if !ok {
+			t.Fatalf("no row %s in %+v", field, tb.Rows)
+		}
+		if r.Label != want[0] || r.Values[len(r.Values)-1] != want[1] {
+			t.Errorf("%s reads %q %v, want %q … %q", field, r.Label, r.Values, want[0], want[1])
+		}
+	}
+	if !got["state"].Differs || got["state"].Values[0] != "paid" {
+		t.Errorf("state row %+v: paid against refunded differs, and paid has no words here", got["state"])
+	}
+	if en := Evidence(ev).In("en", "evtest", web.DisplayZone); en.Labels[0] != "Ours" {
+		t.Errorf("English sources %v", en.Labels)
+	}
+}

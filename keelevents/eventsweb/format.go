@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keelwork/keel/keelrecon"
+	"github.com/keelwork/keel/module/web"
 )
 
 // minorDigits is how many decimals a currency's minor unit has (ISO 4217);
@@ -59,13 +60,14 @@ func groupDigits(s string) string {
 	return b.String()
 }
 
-// When formats a time in zone with its offset, so that a reader knows
-// which clock it is: "2026-12-01 17:05:03 (UTC+08:00)".
-func When(t time.Time, zone *time.Location) string {
+// When formats a time in zone and names the zone as every console page
+// does, so that a reader knows which clock it is: "2026-12-01 17:05:03
+// 北京时间" ("… UTC+8" in English, "… Asia/Tokyo UTC+9" for another zone).
+func When(lang string, t time.Time, zone *time.Location) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.In(zone).Format("2006-01-02 15:04:05 (UTC-07:00)")
+	return t.In(zone).Format(web.TimeLayout) + " " + web.ZoneName(lang, zone)
 }
 
 // Age formats a duration for people: "3 秒", "2 分 5 秒", "1 小时 4 分".
@@ -95,6 +97,8 @@ func Age(d time.Duration, en bool) string {
 type EvidenceTable struct {
 	Sources []string
 	Rows    []EvidenceRow
+	// Labels are the sources in the reader's words (In).
+	Labels []string
 }
 
 // EvidenceRow is one field across the sources; Differs marks a field that
@@ -106,6 +110,49 @@ type EvidenceRow struct {
 	Field   string
 	Values  []string
 	Differs bool
+	// Label is Field in the reader's words (In); empty until then.
+	Label string
+}
+
+// In says the table in lang with scope's registered field and value words
+// (web.RegisterFields, web.RegisterFieldValues): each row's label, its
+// coded values, and its RFC 3339 times in zone the way the console shows
+// times. Differs was decided on the stored values and stays.
+func (t EvidenceTable) In(lang, scope string, zone *time.Location) EvidenceTable {
+	out := EvidenceTable{Sources: t.Sources, Rows: make([]EvidenceRow, len(t.Rows)), Labels: make([]string, len(t.Sources))}
+	for i, src := range t.Sources {
+		if _, ok := sourceWords[src]; ok {
+			out.Labels[i] = sourceWords.in(src, lang)
+		} else {
+			out.Labels[i] = web.FieldWord(lang, scope, src)
+		}
+	}
+	for i, r := range t.Rows {
+		r.Label = web.FieldWord(lang, scope, r.Field)
+		vals := make([]string, len(r.Values))
+		for j, v := range r.Values {
+			vals[j] = valueIn(lang, scope, r.Field, v, zone)
+		}
+		r.Values = vals
+		out.Rows[i] = r
+	}
+	return out
+}
+
+func valueIn(lang, scope, field, v string, zone *time.Location) string {
+	if len(v) >= 20 && v[4] == '-' && v[10] == 'T' {
+		if at, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return at.In(zone).Format(web.TimeLayout) + " " + web.ZoneName(lang, zone)
+		}
+	}
+	return web.FieldValueWord(lang, scope, field, v)
+}
+
+// Scope is the module whose words say a reconciler's or a topic's fields:
+// the name before the first dot ("payment.channel" → "payment").
+func Scope(name string) string {
+	scope, _, _ := strings.Cut(name, ".")
+	return scope
 }
 
 // Evidence builds the table; "ours" comes first, the other sources in
@@ -163,6 +210,12 @@ func Evidence(ev map[string]json.RawMessage) EvidenceTable {
 // "*_minor", minor units by name) beside a "currency" field of the same
 // object as money, not minor units.
 func moneyFields(v any, prefix string, out map[string]string) {
+	if list, ok := v.([]any); ok { // a bill's lines, each with its currency
+		for i, e := range list {
+			moneyFields(e, fmt.Sprintf("%s[%d]", prefix, i), out)
+		}
+		return
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return

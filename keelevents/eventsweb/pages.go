@@ -35,15 +35,15 @@ func (w *Web[TTx]) base(r *http.Request, v *module.View) base {
 
 func (b base) T(zh, en string) string { return b.V.Zh(zh, en) }
 func (b base) When(t time.Time) string {
-	return When(t, b.zone)
+	return When(b.V.Lang, t, b.zone)
 }
 func (b base) WhenP(t *time.Time) string {
 	if t == nil {
 		return "—"
 	}
-	return When(*t, b.zone)
+	return When(b.V.Lang, *t, b.zone)
 }
-func (b base) Zone() string { return b.zone.String() }
+func (b base) Zone() string { return web.ZoneName(b.V.Lang, b.zone) }
 
 // TimeHead is the head of a column of times shown by When: the name with
 // the zone.
@@ -253,7 +253,7 @@ func (w *Web[TTx]) pageDiscrepancy(_ http.ResponseWriter, r *http.Request, v *mo
 		Approval *keelrecon.Approval
 		// What the operator may do now.
 		CanRequest, CanDecide, CanExecute, SelfRequested bool
-	}{base: w.base(r, v), D: d, Evidence: Evidence(d.Evidence), Approval: ap}
+	}{base: w.base(r, v), D: d, Evidence: Evidence(d.Evidence).In(v.Lang, Scope(d.Reconciler), w.zone), Approval: ap}
 	op := data.CanOperate()
 	data.CanRequest = op && d.State == keelrecon.StateOpen
 	data.SelfRequested = ap != nil && ap.RequestedBy == v.Actor

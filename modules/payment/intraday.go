@@ -41,8 +41,8 @@ func (m *Module[TTx]) reconIntraday(ctx context.Context, in keelrecon.RunInput) 
 		ev := func() map[string]any {
 			return map[string]any{
 				"ours":   map[string]any{"payment_no": p.No, "state": p.State, "amount_minor": p.Amount, "currency": p.Currency, "transaction_id": p.Txn, "paid_at": p.PaidAt.UTC()},
-				"ledger": map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed},
-				"orders": map[string]any{"order_id": p.Order, "state": p.OrderState, "amount_minor": p.OrderAmount},
+				"ledger": map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed, "currency": p.Currency},
+				"orders": map[string]any{"order_id": p.Order, "state": p.OrderState, "amount_minor": p.OrderAmount, "currency": p.Currency},
 			}
 		}
 		if p.Booked == 0 && p.Reversed == 0 && !reported["ledger:"+p.No] {

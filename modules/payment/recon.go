@@ -267,7 +267,7 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 			}
 			ev := map[string]any{"channel": map[string]any{"found": false, "day": day},
 				"ours":   map[string]any{"payment_no": p.No, "state": p.State, "amount_minor": p.Amount, "currency": p.Currency, "transaction_id": p.Txn},
-				"ledger": map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed},
+				"ledger": map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed, "currency": p.Currency},
 				"orders": map[string]any{"order_id": p.Order, "state": p.OrderState}}
 			add(keelrecon.Discrepancy{Class: keelrecon.MissingTheirs, Key: "pay:" + no, Evidence: evidenceOf(ev),
 				SuggestedAction: "渠道账单无此笔: 冲正入账分录 (" + actReverse + ")",
@@ -282,8 +282,8 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 		ev := map[string]any{"channel": billEvidence(lines)}
 		if p != nil {
 			ev["ours"] = map[string]any{"payment_no": p.No, "state": p.State, "amount_minor": p.Amount, "currency": p.Currency, "transaction_id": p.Txn}
-			ev["ledger"] = map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed}
-			ev["orders"] = map[string]any{"order_id": p.Order, "state": p.OrderState, "amount_minor": p.OrderAmount}
+			ev["ledger"] = map[string]any{"capture_minor": p.Booked, "reversed_minor": p.Reversed, "currency": p.Currency}
+			ev["orders"] = map[string]any{"order_id": p.Order, "state": p.OrderState, "amount_minor": p.OrderAmount, "currency": p.Currency}
 		} else {
 			ev["ours"] = map[string]any{"payment_no": no, "found": false}
 		}
@@ -343,7 +343,7 @@ func (m *Module[TTx]) reconChannel(ctx context.Context, in keelrecon.RunInput) (
 		fp := fmt.Sprintf("%s %d %s %d", b.RefundID, b.Amount, b.Currency, len(lines))
 		if r != nil {
 			ev["ours"] = map[string]any{"refund_no": r.No, "payment_no": r.PaymentNo, "state": r.State, "amount_minor": r.Amount, "currency": r.Currency}
-			ev["ledger"] = map[string]any{"settle_minor": r.Booked}
+			ev["ledger"] = map[string]any{"settle_minor": r.Booked, "currency": r.Currency}
 		}
 		switch {
 		case len(lines) > 1:

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,5 +31,50 @@ func TestSuggestionsHaveEnglish(t *testing.T) {
 	}
 	if n < 15 {
 		t.Fatalf("found %d suggestions in the source; the pattern no longer matches it", n)
+	}
+}
+
+// TestEvidenceFieldsHaveWords: every field the reconcilers write into
+// evidence (the keys of the maps in their source) and every field of the
+// module's event payloads reads in words on the console in both
+// languages, not as its JSON name.
+func TestEvidenceFieldsHaveWords(t *testing.T) {
+	key := regexp.MustCompile(`"([a-z_0-9]+)": `)
+	sources := map[string]bool{"ours": true, "channel": true, "ledger": true, "orders": true}
+	fields := map[string]bool{}
+	for _, f := range []string{"recon.go", "intraday.go"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range key.FindAllStringSubmatch(string(src), -1) {
+			if !sources[m[1]] {
+				fields[m[1]] = true
+			}
+		}
+	}
+	for _, v := range []any{PaymentEvent{}, RefundEvent{}, FeeEvent{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			fields[name] = true
+		}
+	}
+	if len(fields) < 25 {
+		t.Fatalf("found %d fields; the pattern no longer matches the source", len(fields))
+	}
+	for f := range fields {
+		// Every registered field has Chinese words; the English may be
+		// the name itself, never a JSON name.
+		if zh, en := web.FieldWord("zh", Name, f), web.FieldWord("en", Name, f); zh == f || strings.Contains(en, "_") {
+			t.Errorf("field %q has no words: %q / %q", f, zh, en)
+		}
+	}
+	// A bill line's field reads with its position; a state in words.
+	if w := web.FieldWord("zh", Name, "rows[1].fee_minor"); w != "账单行 2 · 手续费" {
+		t.Errorf("rows[1].fee_minor reads %q", w)
+	}
+	if w := web.FieldValueWord("en", Name, "rows[0].state", "refunded"); w != "refunded" || web.FieldValueWord("zh", Name, "state", "refunded") != "已退款" {
+		t.Errorf("state refunded reads %q / %q", w, web.FieldValueWord("zh", Name, "state", "refunded"))
 	}
 }
