@@ -125,3 +125,22 @@ func TestEvidenceInWords(t *testing.T) {
 		t.Errorf("English sources %v", en.Labels)
 	}
 }
+
+// TestPairInTheOperatorsLanguage: a run's scope written "中文 · English"
+// reads as the page's half; one language, or a separator inside one
+// language's text, reads as written.
+func TestPairInTheOperatorsLanguage(t *testing.T) {
+	zh, en := base{V: &module.View{Lang: "zh"}}, base{V: &module.View{Lang: "en"}}
+	scope := "2026-12-04 00:00 UTC+8 起变更的支付 · payments changed since 2026-12-04 00:00 UTC+8"
+	if got := zh.Pair(scope); got != "2026-12-04 00:00 UTC+8 起变更的支付" {
+		t.Errorf("zh: %q", got)
+	}
+	if got := en.Pair(scope); got != "payments changed since 2026-12-04 00:00 UTC+8" {
+		t.Errorf("en: %q", got)
+	}
+	for _, s := range []string{"payments · refunds", "支付 · 退款"} {
+		if got := en.Pair(s); got != s {
+			t.Errorf("%q read %q", s, got)
+		}
+	}
+}

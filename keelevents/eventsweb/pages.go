@@ -71,6 +71,15 @@ func (b base) Suggested(reconciler, s string) string {
 	return web.ReasonWord(b.V.Lang, scope, w, nil)
 }
 
+// Pair is the half of a "中文 · English" text a module wrote in both
+// languages (a run's scope) for the page's language; else as written.
+func (b base) Pair(s string) string {
+	if zh, en, ok := strings.Cut(s, " · "); ok && hasHan(zh) && !hasHan(en) {
+		return b.V.Zh(strings.TrimSpace(zh), strings.TrimSpace(en))
+	}
+	return s
+}
+
 func hasHan(s string) bool {
 	for _, r := range s {
 		if unicode.Is(unicode.Han, r) {

@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"fmt"
+	"github.com/keelwork/keel/module/web"
 	"strings"
 	"time"
 
@@ -108,7 +109,7 @@ func (m *Module[TTx]) reconIntraday(ctx context.Context, in keelrecon.RunInput) 
 	}
 	out.Scope = &keelrecon.Scope{
 		Name: fmt.Sprintf("%s 起变更的支付及本对账未结的差异 · payments changed since %[1]s and this reconciler's unsettled discrepancies",
-			since.In(billZone).Format("2006-01-02 15:04 MST")),
+			since.In(billZone).Format("2006-01-02 15:04")+" "+web.ZoneName("en", billZone)),
 		Covers: func(_ keelrecon.Class, key string) bool { return rechecked[key] },
 	}
 	return out, nil
