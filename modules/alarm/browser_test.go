@@ -56,7 +56,7 @@ func TestAlarmConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#severe a[href="/alarm/instances/`+sev.ID+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#history")), br.Shot("alarm-instance"))
 	br.MustSee("instance", "#instance", devs[0], "temp-high", "告警中", "严重")
-	br.MustSee("history", "#history", "正常", "告警中", "v1")
+	br.MustSee("history", "#history", "正常", "告警中", "超过阈值", "v1")
 	br.MustSee("notices", "#notices", "触发", "已送达")
 	br.MustSee("evidence", "#evidence", "133")
 	br.Do("acknowledge",

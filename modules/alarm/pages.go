@@ -130,6 +130,7 @@ func (p page) Sev(s int) string {
 	return SeverityZH(s)
 }
 func (p page) NState(s string) string { return p.V.Zh(NoticeStateZH(s), s) }
+func (p page) Why(s string) string    { return HistoryReason(p.V.Lang, s) }
 func (p page) NKind(s string) string  { return p.V.Zh(NoticeKindZH(s), s) }
 func (p page) Num(v float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")

@@ -1,5 +1,10 @@
 package alarm
 
+import (
+	"strconv"
+	"strings"
+)
+
 // StateZH names a state in the operator's words.
 func StateZH(s string) string {
 	switch s {
@@ -74,4 +79,35 @@ func NoticeStateZH(s string) string {
 func NoticeKindZH(s string) string {
 	return map[string]string{"firing": "触发", "escalated": "升级", "recovered": "恢复", "group": "窗口汇总", "summary": "风暴后摘要",
 		"storm": "告警风暴"}[s]
+}
+
+// historyReasons are the words of the reasons the module writes into an
+// instance's history (process.go, module.go); "severity_N" is said with
+// the level's words.
+var historyReasons = map[string][2]string{
+	"threshold":        {"超过阈值", "crossed the threshold"},
+	"recovery_windows": {"连续恢复窗口达标", "back to normal for the required windows"},
+	"data_resumed":     {"数据恢复上报", "data came back"},
+	"no_data":          {"超时没有数据", "no data in time"},
+	"ack":              {"人工确认", "acknowledged by an operator"},
+}
+
+// HistoryReason says a history row's reason in lang; one the module did
+// not write (a newer version's) reads as stored.
+func HistoryReason(lang, s string) string {
+	if w, ok := historyReasons[s]; ok {
+		if lang == "en" {
+			return w[1]
+		}
+		return w[0]
+	}
+	if n, ok := strings.CutPrefix(s, "severity_"); ok {
+		if lvl, err := strconv.Atoi(n); err == nil {
+			if lang == "en" {
+				return "severity changed to " + SeverityEN(lvl)
+			}
+			return "级别变为" + SeverityZH(lvl)
+		}
+	}
+	return s
 }
