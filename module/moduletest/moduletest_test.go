@@ -323,3 +323,18 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("search for nothing: %v", p)
 	}
 }
+
+// TestJSONFields: a struct's fields by their JSON names, a Go name where
+// there is no tag, and none for a field JSON skips.
+func TestJSONFields(t *testing.T) {
+	type payload struct {
+		PaymentNo string `json:"payment_no"`
+		Late      bool   `json:"late,omitempty"`
+		OnHand    int64
+		Secret    string `json:"-"`
+	}
+	got := moduletest.JSONFields(payload{})
+	if strings.Join(got, ",") != "payment_no,late,OnHand" {
+		t.Errorf("JSONFields: %v", got)
+	}
+}

@@ -3,10 +3,9 @@ package export
 import (
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 
-	"github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // TestEventFieldsHaveWords: every field of the completion event's payload
@@ -25,9 +24,6 @@ func TestEventFieldsHaveWords(t *testing.T) {
 		t.Fatalf("found %d fields in the completion payload", len(keys))
 	}
 	for _, k := range keys {
-		f := string(k[1])
-		if zh, en := web.FieldWord("zh", Name, f), web.FieldWord("en", Name, f); zh == f || strings.Contains(en, "_") {
-			t.Errorf("field %q has no words: %q / %q", f, zh, en)
-		}
+		moduletest.FieldsHaveWords(t, Name, string(k[1]))
 	}
 }

@@ -2,11 +2,10 @@ package inventory
 
 import (
 	"os"
-	"reflect"
 	"regexp"
-	"strings"
 	"testing"
 
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/modules/inventory/domain"
 )
@@ -29,25 +28,14 @@ func TestEvidenceFieldsHaveWords(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []any{StockEvent{}, domain.Balance{}} {
-		typ := reflect.TypeOf(v)
-		for i := range typ.NumField() {
-			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-			if name == "" {
-				name = typ.Field(i).Name
-			}
-			fields[name] = true
-		}
+	for _, f := range moduletest.JSONFields(StockEvent{}, domain.Balance{}) {
+		fields[f] = true
 	}
 	if len(fields) < 30 {
 		t.Fatalf("found %d fields; the patterns no longer match the source", len(fields))
 	}
 	for f := range fields {
-		// Every registered field has Chinese words; the English may be
-		// the name itself ("Sold"), never a JSON name.
-		if zh, en := web.FieldWord("zh", Name, f), web.FieldWord("en", Name, f); zh == f || strings.Contains(en, "_") {
-			t.Errorf("field %q has no words: %q / %q", f, zh, en)
-		}
+		moduletest.FieldsHaveWords(t, Name, f)
 	}
 	if w := web.FieldValueWord("zh", Name, "reservation.state", "reserved"); w != "已预占" {
 		t.Errorf("state reserved reads %q", w)

@@ -2,11 +2,11 @@ package payment
 
 import (
 	"os"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/module/web"
 )
 
@@ -53,22 +53,14 @@ func TestEvidenceFieldsHaveWords(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []any{PaymentEvent{}, RefundEvent{}, FeeEvent{}} {
-		typ := reflect.TypeOf(v)
-		for i := range typ.NumField() {
-			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-			fields[name] = true
-		}
+	for _, f := range moduletest.JSONFields(PaymentEvent{}, RefundEvent{}, FeeEvent{}) {
+		fields[f] = true
 	}
 	if len(fields) < 25 {
 		t.Fatalf("found %d fields; the pattern no longer matches the source", len(fields))
 	}
 	for f := range fields {
-		// Every registered field has Chinese words; the English may be
-		// the name itself, never a JSON name.
-		if zh, en := web.FieldWord("zh", Name, f), web.FieldWord("en", Name, f); zh == f || strings.Contains(en, "_") {
-			t.Errorf("field %q has no words: %q / %q", f, zh, en)
-		}
+		moduletest.FieldsHaveWords(t, Name, f)
 	}
 	// A bill line's field reads with its position; a state in words.
 	if w := web.FieldWord("zh", Name, "rows[1].fee_minor"); w != "账单行 2 · 手续费" {

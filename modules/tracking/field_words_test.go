@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/module/web"
 )
 
@@ -40,9 +41,7 @@ func TestEvidenceFieldsHaveWords(t *testing.T) {
 		t.Fatalf("found %d fields; the patterns no longer match the source: %v", len(fields), fields)
 	}
 	for f := range fields {
-		if zh, en := web.FieldWord("zh", Name, f), web.FieldWord("en", Name, f); zh == f || strings.Contains(en, "_") {
-			t.Errorf("field %q has no words: %q / %q", f, zh, en)
-		}
+		moduletest.FieldsHaveWords(t, Name, f)
 	}
 	if w := web.FieldValueWord("zh", Name, "carrier.milestone", "delivered"); w == "delivered" {
 		t.Errorf("milestone delivered reads %q", w)
