@@ -22,14 +22,19 @@ var (
 // (a module's name) writes in evidence and payloads: "fee_minor": {"手续费",
 // "Fee"}. A field registered twice in one scope with other words panics.
 func RegisterFields(scope string, m map[string][2]string) {
+	register(scopeWords(fieldWords, scope), m, "field of "+scope)
+}
+
+// scopeWords is scope's table in byScope, made on first use.
+func scopeWords(byScope map[string]map[string]Words, scope string) map[string]Words {
 	wordsMu.Lock()
-	into := fieldWords[scope]
+	defer wordsMu.Unlock()
+	into := byScope[scope]
 	if into == nil {
 		into = map[string]Words{}
-		fieldWords[scope] = into
+		byScope[scope] = into
 	}
-	wordsMu.Unlock()
-	register(into, m, "field of "+scope)
+	return into
 }
 
 // RegisterFieldValues declares the words of the coded values field holds
@@ -39,14 +44,7 @@ func RegisterFieldValues(scope, field string, m map[string][2]string) {
 	for v, w := range m {
 		keyed[field+"="+v] = w
 	}
-	wordsMu.Lock()
-	into := valueWords[scope]
-	if into == nil {
-		into = map[string]Words{}
-		valueWords[scope] = into
-	}
-	wordsMu.Unlock()
-	register(into, keyed, "value of "+scope)
+	register(scopeWords(valueWords, scope), keyed, "value of "+scope)
 }
 
 // segment is one step of a flattened path: a name and, for an array
