@@ -66,6 +66,13 @@ func (notifyArgs) Kind() string { return "demo.notify" }
 // The words of what the demo's workers end or wait with, for the console's
 // job pages (the kinds' scope is "demo").
 func init() {
+	web.RegisterJobKinds(map[string][2]string{
+		"demo.deliver": {"演示：投递订单", "Demo: deliver an order"},
+		"demo.notify":  {"演示：通知租户", "Demo: notify a tenant"},
+	})
+	web.RegisterQueues(map[string][2]string{
+		"notify": {"演示通知", "Demo notices"},
+	})
 	web.RegisterReasons("demo",
 		web.SystemReason{Text: `recipient opted out`, ZH: "收件人已退订", EN: "The recipient opted out"},
 		web.SystemReason{Text: `client rejected the message`, ZH: "客户端拒收该消息", EN: "The client rejected the message"},

@@ -29,6 +29,13 @@ func TestWordsForEngineData(t *testing.T) {
 		{web.TargetWord("zh", "job:42"), "任务 42"},
 		{web.TargetWord("en", "delivery:7"), "delivery:7"},
 		{web.WaitReasonWord("zh", "connection"), "等待连接"},
+		{web.JobKindWord("zh", "keel.recon.run"), "执行一轮对账"},
+		{web.JobKindWord("en", "keel.events.archive"), "Archive handled events"},
+		// An application's own kind and queue are its own words.
+		{web.JobKindWord("zh", "orders.ship"), "orders.ship"},
+		{web.JobKindWord("zh", ""), "—"},
+		{web.QueueWord("zh", "default"), "默认队列"},
+		{web.QueueWord("en", "mail"), "mail"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

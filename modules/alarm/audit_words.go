@@ -8,6 +8,13 @@ import "github.com/keelwork/keel/module/web"
 // as "alarm.ack", the way the engine's log names a module's actions, and
 // read through auditAction.
 func init() {
+	web.RegisterJobKinds(map[string][2]string{
+		"alarm.notice": {"发送告警通知", "Send an alarm notice"},
+	})
+	web.RegisterQueues(map[string][2]string{
+		QueueSevere:   {"严重告警通知", "Severe alarm notices"},
+		QueueOrdinary: {"一般告警通知", "Ordinary alarm notices"},
+	})
 	web.RegisterSystemActors(map[string][2]string{
 		"system:alarm": {"系统（告警）", "system (alarms)"},
 	})

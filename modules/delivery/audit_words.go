@@ -12,6 +12,16 @@ import (
 // The words of the audit actions this module writes (the console's audit
 // log shows them; a test checks every action the source writes has words).
 func init() {
+	web.RegisterJobKinds(map[string][2]string{
+		KindPush:        {"向客户推送状态报告", "Push a status report to the customer"},
+		KindRequeueItem: {"重推任务中的一条记录", "Push one record of a requeue task"},
+		KindForward:     {"向运营商提交短信", "Submit a message to the carrier"},
+		KindIngest:      {"补录早到的状态报告", "Record a status report that came before its submit"},
+	})
+	web.RegisterQueues(map[string][2]string{
+		QueueName: {"状态报告推送", "Status report pushes"},
+		QueueAux:  {"运营商链路", "Carrier link"},
+	})
 	web.RegisterBatchKinds(map[string][2]string{
 		BatchKind: {"下游重推任务", "Downstream requeue task"},
 	})

@@ -17,6 +17,15 @@ const (
 // (the console's audit log shows them; a test checks every action the
 // source writes has words).
 func init() {
+	web.RegisterJobKinds(map[string][2]string{
+		"export.shard":   {"导出一个分片", "Export one shard"},
+		"export.merge":   {"合并分片生成文件", "Merge shards into the file"},
+		"export.orphans": {"清理无主的导出文件", "Remove orphaned export files"},
+	})
+	web.RegisterQueues(map[string][2]string{
+		QueueShards: {"导出分片", "Export shards"},
+		QueueMerge:  {"导出合并与清理", "Export merges and cleanup"},
+	})
 	web.RegisterActions(map[string][2]string{
 		"export.create":        {"新建导出任务", "Create an export"},
 		"export.cancel":        {"取消导出任务", "Cancel an export"},

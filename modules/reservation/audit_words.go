@@ -5,6 +5,16 @@ import "github.com/keelwork/keel/module/web"
 // The words of the audit actions this module writes (the console's audit
 // log shows them; a test checks every action the source writes has words).
 func init() {
+	web.RegisterJobKinds(map[string][2]string{
+		KindScan:       {"扫描到期未到店的预约", "Scan for due no-shows"},
+		KindCompensate: {"重试释放失败的预约", "Retry releases that failed"},
+		KindRelease:    {"到期释放一个预约", "Release one reservation when due"},
+		KindNotify:     {"发出到期的提醒", "Send a reminder when due"},
+		KindRelay:      {"转交旧通知", "Hand over notices from before the outbox"},
+	})
+	web.RegisterQueues(map[string][2]string{
+		DefaultQueue: {"预约释放与提醒", "Reservation releases and reminders"},
+	})
 	web.RegisterActions(map[string][2]string{
 		"reservation.resource_create":     {"新建预约资源", "Create a resource"},
 		"reservation.slot_create":         {"新建时段", "Create a slot"},

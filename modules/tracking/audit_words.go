@@ -6,6 +6,14 @@ import "github.com/keelwork/keel/module/web"
 // (the console's audit log shows them; a test checks every action the
 // source writes has words).
 func init() {
+	web.RegisterJobKinds(map[string][2]string{
+		"tracking.backfill": {"补拉缺失的轨迹", "Fetch a missing tracking event"},
+		"tracking.realtime": {"实时查询运单", "Query a waybill now"},
+		"tracking.verify":   {"向承运商核对运单", "Check a waybill with its carrier"},
+	})
+	web.RegisterQueues(map[string][2]string{
+		"tracking": {"承运商查询", "Carrier queries"},
+	})
 	web.RegisterActions(map[string][2]string{
 		"tracking.mapping.create":   {"新建承运商状态映射", "Create a carrier status mapping"},
 		"tracking.mapping.activate": {"启用承运商状态映射", "Activate a carrier status mapping"},

@@ -35,6 +35,12 @@ var funcs = template.FuncMap{
 	"action": func(v *view, a string) string { return web.ActionWord(v.Lang, a) },
 	"actor":  func(v *view, a string) string { return web.ActorWord(v.Lang, a) },
 	"bkind":  func(v *view, k string) string { return web.BatchKindWord(v.Lang, k) },
+	// jkind and qname name a job kind and a queue in words; the templates
+	// keep the identifier in the cell's title and in links and filters.
+	"jkind":  func(v *view, k string) string { return web.JobKindWord(v.Lang, k) },
+	"qname":  func(v *view, q string) string { return web.QueueWord(v.Lang, q) },
+	"jkinds": web.JobKinds,
+	"qnames": web.Queues,
 	"target": func(v *view, a string) string { return web.TargetWord(v.Lang, a) },
 	"wait":   func(v *view, r string) string { return web.WaitReasonWord(v.Lang, r) },
 	"reason": reasonWord,

@@ -11,9 +11,13 @@ import (
 	"github.com/keelwork/keel/module/web"
 )
 
-// The console names the test batches' kind like a module's.
+// The console names the test batches' and jobs' kinds like a module's.
 func init() {
 	web.RegisterBatchKinds(map[string][2]string{"servertest.items": {"测试条目批次", "Test item batch"}})
+	web.RegisterJobKinds(map[string][2]string{
+		"test.noop":       {"测试空任务", "Test no-op job"},
+		"test.batch_item": {"测试条目", "Test item"},
+	})
 }
 
 // ItemArgs is the job kind of test batch items (no worker runs it).

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
+	"github.com/keelwork/keel/module/web"
+)
+
+// TestEveryJobKindAndQueueHasWords configures the server as `keel dev`
+// does — the demo, the events backbone, reconciliation and every installed
+// module — and checks that each job kind it works and each queue it
+// declares has words in Chinese and in English, so the console's job,
+// queue and flow-limit pages say what a job is for rather than print its
+// identifier. An application's own kinds read as their identifiers; the
+// server's never do.
+func TestEveryJobKindAndQueueHasWords(t *testing.T) {
+	t.Parallel()
+	e := moduletest.SQLite(t, allLines)
+	host := e.Host(nil)
+	host.Demo = true
+	host.Services = module.NewServices()
+	host.Events = e.Events(t, nil)
+	rc, err := attachRecon(host, moduletest.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := buildModules(moduleNames(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &keel.Config{}
+	addDemo(cfg, nil)
+	if err := host.Events.Configure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mods {
+		if err := m.Configure(cfg); err != nil {
+			t.Fatalf("configuring %s: %v", m.Name(), err)
+		}
+	}
+	if err := rc.Configure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	kinds := cfg.Workers.Kinds()
+	queues := make([]string, 0, len(cfg.Queues))
+	for q := range cfg.Queues {
+		queues = append(queues, q)
+	}
+	slices.Sort(kinds)
+	slices.Sort(queues)
+	// Every module that works jobs is in the list: the walk sees the
+	// configuration, not a part of it.
+	for _, want := range []string{"demo.deliver", "keel.events.archive", "keel.recon.run", "delivery.push",
+		"reservation.release", "export.shard", "alarm.notice", "payment.refund.query", "tracking.realtime"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("the configured kinds %v miss %s", kinds, want)
+		}
+	}
+	if len(queues) < 8 {
+		t.Errorf("only %d queues configured: %v", len(queues), queues)
+	}
+	for _, k := range kinds {
+		w, ok := web.JobKindWords(k)
+		if !ok {
+			t.Errorf("job kind %q has no words (register them with web.RegisterJobKinds in its module's words file)", k)
+			continue
+		}
+		checkWords(t, "job kind "+k, w)
+	}
+	for _, q := range queues {
+		w, ok := web.QueueWords(q)
+		if !ok {
+			t.Errorf("queue %q has no words (register them with web.RegisterQueues in its module's words file)", q)
+			continue
+		}
+		checkWords(t, "queue "+q, w)
+	}
+}
+
+func checkWords(t *testing.T, what string, w web.Words) {
+	t.Helper()
+	if !strings.ContainsFunc(w.ZH, func(r rune) bool { return unicode.Is(unicode.Han, r) }) {
+		t.Errorf("%s: %q is not Chinese", what, w.ZH)
+	}
+	if w.EN == "" || strings.ContainsAny(w.EN, "_.") {
+		t.Errorf("%s: %q is not English words", what, w.EN)
+	}
+}

@@ -1,0 +1,97 @@
+package web
+
+import "sort"
+
+// Job kinds and queue names are identifiers a program chose
+// ("payment.refund.query", "alarm_severe"); the console's job pages show
+// what they are for in words, with the identifier beside it for a search
+// or a filter. A module registers the words of the kinds it works and the
+// queues it declares at init, in its words file; a test in the server
+// checks every kind and queue the full server configures has them.
+
+var (
+	jobKinds   = map[string]Words{}
+	queueNames = map[string]Words{}
+)
+
+// RegisterJobKinds declares the words ({Chinese, English}) of the job
+// kinds a module works ("payment.refund.query": 查询退款结果 / Query a
+// refund's result).
+func RegisterJobKinds(m map[string][2]string) {
+	register(jobKinds, m, "job kind")
+}
+
+// RegisterQueues declares the words of the queues a module declares
+// ("alarm_severe": 严重告警通知队列 / Severe alarm notices).
+func RegisterQueues(m map[string][2]string) {
+	register(queueNames, m, "queue")
+}
+
+// JobKindWords returns the registered words of a job kind.
+func JobKindWords(kind string) (Words, bool) {
+	wordsMu.RLock()
+	defer wordsMu.RUnlock()
+	w, ok := jobKinds[kind]
+	return w, ok
+}
+
+// QueueWords returns the registered words of a queue.
+func QueueWords(queue string) (Words, bool) {
+	wordsMu.RLock()
+	defer wordsMu.RUnlock()
+	w, ok := queueNames[queue]
+	return w, ok
+}
+
+// JobKindWord names a job kind in lang. A kind nobody registered (an
+// application's own) reads as the identifier its program gave it: unlike
+// an audit action, it is the user's own word.
+func JobKindWord(lang, kind string) string {
+	if w, ok := JobKindWords(kind); ok {
+		return w.In(lang)
+	}
+	if kind == "" {
+		return "—"
+	}
+	return kind
+}
+
+// QueueWord names a queue in lang; an unregistered queue reads as its name.
+func QueueWord(lang, queue string) string {
+	if w, ok := QueueWords(queue); ok {
+		return w.In(lang)
+	}
+	if queue == "" {
+		return "—"
+	}
+	return queue
+}
+
+// The engine's own kinds and its default queue.
+func init() {
+	RegisterJobKinds(map[string][2]string{
+		"keel.events.archive": {"归档已处理的事件", "Archive handled events"},
+		"keel.recon.run":      {"执行一轮对账", "Run a reconciliation"},
+	})
+	RegisterQueues(map[string][2]string{
+		"default": {"默认队列", "Default queue"},
+	})
+}
+
+// JobKinds lists the registered job kinds, sorted (for a filter's
+// suggestions).
+func JobKinds() []string { return sortedKeys(jobKinds) }
+
+// Queues lists the registered queues, sorted.
+func Queues() []string { return sortedKeys(queueNames) }
+
+func sortedKeys(m map[string]Words) []string {
+	wordsMu.RLock()
+	defer wordsMu.RUnlock()
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
