@@ -73,6 +73,13 @@ func init() {
 	web.RegisterQueues(map[string][2]string{
 		"notify": {"演示通知", "Demo notices"},
 	})
+	web.RegisterFields("demo", map[string][2]string{
+		"order":        {"订单", "Order"},
+		"tenant":       {"租户", "Tenant"},
+		"seq":          {"序号", "Sequence"},
+		"ack":          {"对方已确认", "Acknowledged"},
+		"confirmation": {"确认号", "Confirmation"},
+	})
 	web.RegisterReasons("demo",
 		web.SystemReason{Text: `recipient opted out`, ZH: "收件人已退订", EN: "The recipient opted out"},
 		web.SystemReason{Text: `client rejected the message`, ZH: "客户端拒收该消息", EN: "The client rejected the message"},

@@ -7,9 +7,17 @@ import (
 	"unicode"
 
 	"github.com/keelwork/keel"
+	"github.com/keelwork/keel/keelevents"
+	"github.com/keelwork/keel/keelrecon"
 	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/modules/alarm"
+	"github.com/keelwork/keel/modules/delivery"
+	"github.com/keelwork/keel/modules/export"
+	"github.com/keelwork/keel/modules/payment"
+	"github.com/keelwork/keel/modules/reservation"
+	"github.com/keelwork/keel/modules/tracking/ingest"
 )
 
 // TestEveryJobKindAndQueueHasWords configures the server as `keel dev`
@@ -90,5 +98,46 @@ func checkWords(t *testing.T, what string, w web.Words) {
 	}
 	if w.EN == "" || strings.ContainsAny(w.EN, "_.") {
 		t.Errorf("%s: %q is not English words", what, w.EN)
+	}
+}
+
+// TestEveryJobFieldHasWords: the console's job page lays a job's
+// arguments and result out as fields in the words of the kind's module
+// (the kind's first segment); every field of every argument type the
+// server works, and of the results its workers record, has them.
+func TestEveryJobFieldHasWords(t *testing.T) {
+	t.Parallel()
+	for _, args := range []keel.JobArgs{
+		delivery.PushArgs{}, delivery.RequeueArgs{}, delivery.ForwardArgs{}, delivery.IngestArgs{},
+		reservation.ScanArgs{}, reservation.CompensateArgs{}, reservation.ReleaseArgs{}, reservation.NotifyArgs{}, reservation.RelayArgs{},
+		export.ShardArgs{}, export.MergeArgs{}, export.CleanArgs{},
+		alarm.NoticeArgs{},
+		payment.RefundCallArgs{}, payment.RefundQueryArgs{},
+		ingest.BackfillArgs{}, ingest.RealtimeArgs{}, ingest.VerifyArgs{},
+		keelrecon.RunArgs{}, keelevents.ArchiveArgs{},
+		demoArgs{}, notifyArgs{},
+	} {
+		scope, _, _ := strings.Cut(args.Kind(), ".")
+		moduletest.FieldsHaveWords(t, scope, moduletest.JSONFields(args)...)
+	}
+	// What the workers record as results (keel.RecordResult): delivery's
+	// pushed record, reservation's release outcome, the demo's.
+	for scope, fields := range map[string][]string{
+		"delivery":    {"record_status", "conn", "deliver_msg_id"},
+		"reservation": {"outcome", "state", "version", "error"},
+		"export":      {"rows", "sha256", "key"},
+		"demo":        {"confirmation", "ack", "seq"},
+	} {
+		moduletest.FieldsHaveWords(t, scope, fields...)
+	}
+	for _, c := range []struct{ scope, field, value string }{
+		{"delivery", "record_status", "delivered"},
+		{"delivery", "kind", "report"},
+		{"reservation", "outcome", "stale"},
+		{"reservation", "state", "paid"},
+	} {
+		if w := web.FieldValueWord("zh", c.scope, c.field, c.value); w == c.value {
+			t.Errorf("%s %s=%s has no words", c.scope, c.field, c.value)
+		}
 	}
 }

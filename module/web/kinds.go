@@ -76,6 +76,11 @@ func init() {
 	RegisterQueues(map[string][2]string{
 		"default": {"默认队列", "Default queue"},
 	})
+	// A reconciliation job's arguments (keelrecon.RunArgs).
+	RegisterFields("keel", map[string][2]string{
+		"reconciler": {"对账项", "Reconciler"},
+		"cutoff":     {"对账截止时间", "Cutoff"},
+	})
 }
 
 // JobKinds lists the registered job kinds, sorted (for a filter's

@@ -10,6 +10,8 @@ var fieldWords = map[string][2]string{
 	"device":   {"设备", "Device"},
 	"rule":     {"规则", "Rule"},
 	"muted":    {"已静默", "Muted"},
+	// A notice job's argument (NoticeArgs).
+	"id": {"告警通知", "Alarm notice"},
 }
 
 func init() {

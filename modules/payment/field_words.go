@@ -10,6 +10,9 @@ import (
 // 手续费 where the JSON says fee_minor. TestEvidenceFieldsHaveWords walks
 // the evidence of every class of discrepancy and the event types.
 var fieldWords = map[string][2]string{
+	// The refund jobs' arguments.
+	"call":           {"第几次发起", "Call number"},
+	"n":              {"第几次查询", "Query number"},
 	"payment_no":     {"支付单号", "Payment no."},
 	"refund_no":      {"退款单号", "Refund no."},
 	"order_id":       {"订单号", "Order"},

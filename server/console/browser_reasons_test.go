@@ -68,12 +68,12 @@ func TestEngineReasonsInWords(t *testing.T) {
 	want := map[string]map[string][]string{
 		"zh": {"/audit": {"计数与任务项不符，已按任务项更正", "连续失败 4 次，达到自动暂停阈值 4"},
 			batch: {"键 app:1 连续失败已自动暂停，最后一次错误：counterpart busy"},
-			job:   {"执行者 host-7 的租约已过期，任务已收回", "超时：执行超过了时限", "测试空任务", "默认队列"}},
+			job:   {"执行者 host-7 的租约已过期，任务已收回", "超时：执行超过了时限", "测试空任务", "默认队列", "序号"}},
 		"en": {"/audit": {"The counters disagreed with the items and were corrected from them",
 			"4 failures in a row reached the auto-pause threshold of 4"},
 			batch: {"Key app:1 paused itself after repeated failures; last error: counterpart busy"},
-			job:   {"The lease of host-7 expired and the job was taken back", "Timed out: the attempt ran past its time limit",
-				"Test no-op job", "Default queue"}},
+			job: {"The lease of host-7 expired and the job was taken back", "Timed out: the attempt ran past its time limit",
+				"Test no-op job", "Default queue", "Number"}},
 	}
 	titleOf := map[string]string{"/audit": "counters drifted from items", batch: "auto-paused", job: "lease expired (owner host-7)"}
 	for _, lang := range []string{"zh", "en"} {
@@ -100,6 +100,16 @@ func TestEngineReasonsInWords(t *testing.T) {
 			if !strings.Contains(strings.Join(titles, "\n"), titleOf[p]) {
 				t.Errorf("%s %s: the stored reason is not in a hover title: %q", lang, p, titles)
 			}
+		}
+		// The job's arguments are fields in their kind's words, the
+		// stored JSON folded under them.
+		args, err := chromedp.Run(br.Ctx, chromedp.Evaluate[[]string](
+			`[...document.querySelectorAll("#job-args tr[data-field]")].map(e => e.dataset.field + "=" + e.innerText.replace(/\s+/g, " ").trim())`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(args) != 1 || args[0] != "n="+want[lang][job][4]+" 1" {
+			t.Errorf("%s %s: the arguments read %q", lang, job, args)
 		}
 		// The job list names the kind and the queue in words too, with
 		// the identifiers (what the filter takes) in the hover title.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelwork/keel/keelevents/eventsweb"
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/module/web"
 	"github.com/keelwork/keel/server/api"
@@ -52,6 +53,7 @@ var funcs = template.FuncMap{
 	"pfields": previewFields,
 	"subject": subjectWord,
 	"pretty":  pretty,
+	"jfields": jobFields,
 	"why":     why,
 	"esc":     url.PathEscape,
 	"chart":   chart,
@@ -118,6 +120,40 @@ func pretty(raw json.RawMessage) string {
 	}
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
+}
+
+// jobField is one field of a job's arguments or result in words.
+type jobField struct{ Field, Label, Value string }
+
+// jobFields lays a job's arguments or result out as fields in the words
+// its kind's module registered (web.RegisterFields under the kind's first
+// segment: "delivery.push" reads the delivery module's), the way the
+// event and reconciliation pages lay out payloads: nested fields by path,
+// times in the console's zone, coded values and booleans in words, a
+// skip's reason as the reason beside the state says it. The stored JSON
+// stays one click away on the page (its raw-value fold).
+func jobFields(v *view, kind string, raw json.RawMessage) []jobField {
+	var x any
+	if len(raw) == 0 || json.Unmarshal(raw, &x) != nil || x == nil {
+		return nil
+	}
+	switch x.(type) {
+	case map[string]any, []any:
+	default: // a bare value (RecordResult of a string or a number)
+		return []jobField{{Label: word(v.Lang, "value"), Value: valueWords(v, x)}}
+	}
+	stored := eventsweb.Payload(raw)
+	t := stored.In(v.Lang, eventsweb.Scope(kind), beijing)
+	out := make([]jobField, 0, len(t.Rows))
+	for i, r := range t.Rows {
+		f := jobField{Field: r.Field, Label: r.Label, Value: r.Values[0]}
+		if r.Field == "skip_reason" { // keel.JobSkip's result
+			f.Label = word(v.Lang, "skip_reason")
+			f.Value = jobReason(v, kind, stored.Rows[i].Values[0])
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // why is the reason shown next to a job's state: every skip, failure and

@@ -172,6 +172,7 @@ var words = map[string][2]string{
 	"preview_counts":  {"预览统计", "Preview counts"},
 	"filter_all":      {"全部记录", "all records"},
 	"raw_value":       {"原始值", "Raw value"},
+	"value":           {"值", "Value"},
 	"filter_hash":     {"筛选条件指纹（SHA-256，同一条件总是同一指纹）", "Filter fingerprint (SHA-256: the same filter always gives the same one)"},
 	"rate_per_key":    {"每键速率(每秒)", "Rate per key (/s)"},
 	"eta":             {"预计剩余", "ETA"},

@@ -18,6 +18,7 @@ func init() {
 		"test.noop":       {"测试空任务", "Test no-op job"},
 		"test.batch_item": {"测试条目", "Test item"},
 	})
+	web.RegisterFields("test", map[string][2]string{"n": {"序号", "Number"}, "subject": {"条目", "Subject"}})
 }
 
 // ItemArgs is the job kind of test batch items (no worker runs it).
