@@ -15,6 +15,7 @@ import (
 	"github.com/keelwork/keel/modules/alarm"
 	"github.com/keelwork/keel/modules/delivery"
 	"github.com/keelwork/keel/modules/export"
+	"github.com/keelwork/keel/modules/inventory"
 	"github.com/keelwork/keel/modules/payment"
 	"github.com/keelwork/keel/modules/reservation"
 	"github.com/keelwork/keel/modules/tracking/ingest"
@@ -25,7 +26,8 @@ import (
 // module — and checks that each job kind it works and each queue it
 // declares has words in Chinese and in English, so the console's job,
 // queue and flow-limit pages say what a job is for rather than print its
-// identifier. An application's own kinds read as their identifiers; the
+// identifier; and so has each reconciler, event topic and consumer, which
+// the reconciliation and events pages list. An application's own kinds read as their identifiers; the
 // server's never do.
 func TestEveryJobKindAndQueueHasWords(t *testing.T) {
 	t.Parallel()
@@ -88,6 +90,33 @@ func TestEveryJobKindAndQueueHasWords(t *testing.T) {
 			continue
 		}
 		checkWords(t, "queue "+q, w)
+	}
+	// The reconcilers the modules registered, as the recon pages list them.
+	recons := rc.Reconcilers()
+	if len(recons) < 10 {
+		t.Errorf("only %d reconcilers registered: %v", len(recons), recons)
+	}
+	for _, r := range recons {
+		namesHaveWords(t, "reconciler", r.Name)
+	}
+	// The topics the modules emit and the consumers they run, as the
+	// events pages list them.
+	namesHaveWords(t, "topic", export.TopicCompleted, inventory.Topic, payment.TopicPaid, payment.TopicLate,
+		payment.TopicRefundStarted, payment.TopicRefundDone, payment.TopicRefundFailed, payment.TopicFee, payment.TopicFeeReturn,
+		reservation.AvailabilityTopic, reservation.NotificationTopic, ingest.TopicChanged, ingest.TopicDetail)
+	namesHaveWords(t, "consumer", "export-notice", inventory.ConsumerFulfilment, inventory.ConsumerSearch, inventory.ConsumerStats,
+		payment.ConsumerLedger, payment.ConsumerOrders, reservation.AvailabilityConsumer, reservation.NotifierConsumer)
+}
+
+func namesHaveWords(t *testing.T, what string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		w, ok := web.NameWords(what, n)
+		if !ok {
+			t.Errorf("%s %q has no words (register them in its module's words file)", what, n)
+			continue
+		}
+		checkWords(t, what+" "+n, w)
 	}
 }
 

@@ -55,7 +55,14 @@ func (b base) ApprovalState(s keelrecon.ApprovalState) string {
 	return approvalWords.in(string(s), b.V.Lang)
 }
 func (b base) RunWord(s string) string { return runWords.in(s, b.V.Lang) }
-func (b base) Source(s string) string  { return sourceWords.in(s, b.V.Lang) }
+
+// ReconWord, TopicWord and ConsumerWord name a reconciler, a topic and a consumer in
+// the words their module registered (web.RegisterReconcilers, …); the
+// templates keep the name itself in the title, links and filters.
+func (b base) ReconWord(name string) string    { return web.ReconcilerWord(b.V.Lang, name) }
+func (b base) TopicWord(topic string) string   { return web.TopicWord(b.V.Lang, topic) }
+func (b base) ConsumerWord(name string) string { return web.ConsumerWord(b.V.Lang, name) }
+func (b base) Source(s string) string          { return sourceWords.in(s, b.V.Lang) }
 
 // Suggested is a reconciler's suggested action in the page's language:
 // its words without what Execute keeps of it (SuggestedWords), the half of

@@ -83,6 +83,60 @@ func init() {
 	})
 }
 
+// The names of the events backbone and of reconciliation are identifiers
+// too ("payment.refund.succeeded", "inventory-search", "payment.channel");
+// their pages say them in words the same way.
+var (
+	topicNames      = map[string]Words{}
+	consumerNames   = map[string]Words{}
+	reconcilerNames = map[string]Words{}
+)
+
+// RegisterTopics declares the words of the event topics a module emits
+// ("payment.succeeded": 支付成功 / Payment succeeded).
+func RegisterTopics(m map[string][2]string) { register(topicNames, m, "topic") }
+
+// RegisterConsumers declares the words of a module's event consumers
+// ("payment-ledger": 记账 / Ledger).
+func RegisterConsumers(m map[string][2]string) { register(consumerNames, m, "consumer") }
+
+// RegisterReconcilers declares the words of a module's reconcilers
+// ("payment.channel": 渠道账单四方对账 / Channel bill, four ways).
+func RegisterReconcilers(m map[string][2]string) { register(reconcilerNames, m, "reconciler") }
+
+// TopicWord, ConsumerWord and ReconcilerWord name one in lang; an
+// unregistered name (an application's own) reads as itself.
+func TopicWord(lang, topic string) string { return nameWord(topicNames, lang, topic) }
+
+// ConsumerWord: see TopicWord.
+func ConsumerWord(lang, name string) string { return nameWord(consumerNames, lang, name) }
+
+// ReconcilerWord: see TopicWord.
+func ReconcilerWord(lang, name string) string { return nameWord(reconcilerNames, lang, name) }
+
+// NameWords returns the registered words of a topic, a consumer or a
+// reconciler (what is "topic", "consumer" or "reconciler"), for tests.
+func NameWords(what, name string) (Words, bool) {
+	m := map[string]map[string]Words{"topic": topicNames, "consumer": consumerNames, "reconciler": reconcilerNames}[what]
+	wordsMu.RLock()
+	defer wordsMu.RUnlock()
+	w, ok := m[name]
+	return w, ok
+}
+
+func nameWord(m map[string]Words, lang, name string) string {
+	wordsMu.RLock()
+	w, ok := m[name]
+	wordsMu.RUnlock()
+	if ok {
+		return w.In(lang)
+	}
+	if name == "" {
+		return "—"
+	}
+	return name
+}
+
 // JobKinds lists the registered job kinds, sorted (for a filter's
 // suggestions).
 func JobKinds() []string { return sortedKeys(jobKinds) }

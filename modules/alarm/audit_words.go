@@ -8,6 +8,7 @@ import "github.com/keelwork/keel/module/web"
 // as "alarm.ack", the way the engine's log names a module's actions, and
 // read through auditAction.
 func init() {
+	web.RegisterReconcilers(map[string][2]string{ReconName: {"严重告警送达核对", "Severe alarms delivered"}})
 	web.RegisterJobKinds(map[string][2]string{
 		"alarm.notice": {"发送告警通知", "Send an alarm notice"},
 	})

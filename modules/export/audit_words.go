@@ -17,6 +17,8 @@ const (
 // (the console's audit log shows them; a test checks every action the
 // source writes has words).
 func init() {
+	web.RegisterTopics(map[string][2]string{TopicCompleted: {"导出完成", "Export completed"}})
+	web.RegisterConsumers(map[string][2]string{"export-notice": {"导出完成通知", "Export notices"}})
 	web.RegisterJobKinds(map[string][2]string{
 		"export.shard":   {"导出一个分片", "Export one shard"},
 		"export.merge":   {"合并分片生成文件", "Merge shards into the file"},

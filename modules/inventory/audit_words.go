@@ -5,6 +5,19 @@ import "github.com/keelwork/keel/module/web"
 // The words of the audit actions this module writes (the console's audit
 // log shows them; a test checks every action the source writes has words).
 func init() {
+	web.RegisterTopics(map[string][2]string{Topic: {"库存变动", "Stock changed"}})
+	web.RegisterConsumers(map[string][2]string{
+		ConsumerFulfilment: {"履约", "Fulfilment"},
+		ConsumerSearch:     {"搜索投影", "Search projection"},
+		ConsumerStats:      {"库存统计", "Stock statistics"},
+	})
+	web.RegisterReconcilers(map[string][2]string{
+		ReconBalance:    {"库存余额与流水核对", "Balances against the ledger"},
+		ReconEndState:   {"订单行预占终态核对", "Reservations' end states"},
+		ReconShipments:  {"出库与仓库回执核对", "Shipments against the warehouse's receipts"},
+		ReconProjection: {"搜索投影滞后核对", "Search projection lag"},
+		ReconCount:      {"盘点与账面核对", "Physical counts against the books"},
+	})
 	web.RegisterActions(map[string][2]string{
 		"inventory.admission": {"手动切换库存繁忙保护", "Switch inventory's busy protection by hand"},
 	})

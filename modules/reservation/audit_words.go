@@ -5,6 +5,14 @@ import "github.com/keelwork/keel/module/web"
 // The words of the audit actions this module writes (the console's audit
 // log shows them; a test checks every action the source writes has words).
 func init() {
+	web.RegisterTopics(map[string][2]string{
+		AvailabilityTopic: {"余量变更", "Availability changed"},
+		NotificationTopic: {"预约通知", "Reservation notice"},
+	})
+	web.RegisterConsumers(map[string][2]string{
+		AvailabilityConsumer: {"余量推送", "Availability feed"},
+		NotifierConsumer:     {"通知投递", "Notice delivery"},
+	})
 	web.RegisterJobKinds(map[string][2]string{
 		KindScan:       {"扫描到期未到店的预约", "Scan for due no-shows"},
 		KindCompensate: {"重试释放失败的预约", "Retry releases that failed"},

@@ -1,11 +1,19 @@
 package tracking
 
-import "github.com/keelwork/keel/module/web"
+import (
+	"github.com/keelwork/keel/module/web"
+	"github.com/keelwork/keel/modules/tracking/ingest"
+)
 
 // The words of the audit actions and system actors this module writes
 // (the console's audit log shows them; a test checks every action the
 // source writes has words).
 func init() {
+	web.RegisterTopics(map[string][2]string{
+		ingest.TopicChanged: {"运单状态变化", "Waybill changed"},
+		ingest.TopicDetail:  {"运单轨迹明细", "Waybill detail"},
+	})
+	web.RegisterReconcilers(map[string][2]string{ReconName: {"运单与承运商核对", "Waybills against the carrier"}})
 	web.RegisterJobKinds(map[string][2]string{
 		"tracking.backfill": {"补拉缺失的轨迹", "Fetch a missing tracking event"},
 		"tracking.realtime": {"实时查询运单", "Query a waybill now"},

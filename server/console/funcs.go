@@ -147,9 +147,12 @@ func jobFields(v *view, kind string, raw json.RawMessage) []jobField {
 	out := make([]jobField, 0, len(t.Rows))
 	for i, r := range t.Rows {
 		f := jobField{Field: r.Field, Label: r.Label, Value: r.Values[0]}
-		if r.Field == "skip_reason" { // keel.JobSkip's result
+		switch r.Field {
+		case "skip_reason": // keel.JobSkip's result
 			f.Label = word(v.Lang, "skip_reason")
 			f.Value = jobReason(v, kind, stored.Rows[i].Values[0])
+		case "reconciler": // a reconciliation run's
+			f.Value = web.ReconcilerWord(v.Lang, stored.Rows[i].Values[0])
 		}
 		out = append(out, f)
 	}
