@@ -5,6 +5,12 @@ import "github.com/keelwork/keel/module/web"
 // The system actor this module's own background work is recorded under
 // (payment and refund history, approvals it requests).
 func init() {
+	// A callback's actor is the channel that sent it ("channel:wechat").
+	actors := map[string][2]string{}
+	for code, w := range channelWords {
+		actors["channel:"+code] = [2]string{"渠道 " + w.zh, "channel " + w.en}
+	}
+	web.RegisterSystemActors(actors)
 	web.RegisterTopics(map[string][2]string{
 		TopicPaid:          {"支付成功", "Payment succeeded"},
 		TopicLate:          {"迟到的支付成功", "Late payment success"},

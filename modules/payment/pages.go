@@ -139,17 +139,22 @@ func refundWord(s, lang string) string { return pick(refundWords, s, lang) }
 var actionWords = map[string]words{
 	"capture": {"支付入账", "capture"}, "late_receipt": {"关闭后到账", "late receipt"}, "refund_start": {"退款在途", "refund sent"},
 	"refund_settle": {"退款完成", "refund settled"}, "refund_reversal": {"退款冲正", "refund reversed"}, "capture_reversal": {"入账冲正", "capture reversed"},
+	"fee": {"渠道手续费", "channel fee"}, "fee_return": {"手续费退回", "fee returned"},
 }
 
 // page is what every payment template gets: the console's envelope and
 // the payment words.
 type page struct{ console.Page }
 
-func (p page) Word(s string) string           { return StateWord(s, p.V.Lang) }
-func (p page) RefundWord(s string) string     { return refundWord(s, p.V.Lang) }
-func (p page) Outcome(s string) string        { return pick(outcomeWords, s, p.V.Lang) }
-func (p page) Channel(s string) string        { return pick(channelWords, s, p.V.Lang) }
-func (p page) Action(s string) string         { return pick(actionWords, s, p.V.Lang) }
+func (p page) Word(s string) string       { return StateWord(s, p.V.Lang) }
+func (p page) RefundWord(s string) string { return refundWord(s, p.V.Lang) }
+func (p page) Outcome(s string) string    { return pick(outcomeWords, s, p.V.Lang) }
+func (p page) Channel(s string) string    { return pick(channelWords, s, p.V.Lang) }
+func (p page) Action(s string) string     { return pick(actionWords, s, p.V.Lang) }
+
+// Why says a state history's reason in words (historyReasons); a
+// person's own reason reads as typed.
+func (p page) Why(s string) string            { return mweb.ReasonWord(p.V.Lang, Name, s, nil) }
 func (p page) Money(a int64, c string) string { return Money(a, c) }
 func (p page) Seconds(d time.Duration) string {
 	if d <= 0 {

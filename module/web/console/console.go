@@ -68,6 +68,10 @@ func (p Page) WhenP(t *time.Time) string {
 // Zone names the zone When prints in, in the page's language.
 func (p Page) Zone() string { return web.ZoneLabel(p.V.Lang) }
 
+// WhenZ is a time outside a time column (a detail's line): with its zone
+// named after it, "—" when it is not there.
+func (p Page) WhenZ(t any) string { return web.TimeZoned(p.V.Lang, t) }
+
 // CanOperate says whether to offer the page's forms: the console refuses
 // their posts to a viewer anyway, so a viewer should not see them.
 func (p Page) CanOperate() bool { return p.V.Can(module.RoleOperator) }
