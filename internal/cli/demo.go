@@ -88,6 +88,7 @@ func init() {
 		web.SystemReason{Text: `counterpart busy \(retryable\)`, ZH: "对方繁忙（将重试）", EN: "The counterpart was busy (retried)"},
 		web.SystemReason{Text: `timed out after sending`, ZH: "发出后超时，结果未知（先查询再重试）", EN: "Timed out after sending: outcome unknown (queried before any retry)"},
 		web.SystemReason{Text: `counterpart rejected the order`, ZH: "对方拒绝了该订单", EN: "The counterpart rejected the order"},
+		web.SystemReason{Text: `client reconnected; delivered and acknowledged`, ZH: "客户端重连后已送达并确认", EN: "The client reconnected; delivered and acknowledged"},
 	)
 }
 

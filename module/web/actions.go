@@ -117,6 +117,7 @@ var actorKinds = map[string]Words{
 	"user":   {"用户", "user"},
 	"cli":    {"命令行用户", "CLI user"},
 	"system": {"系统", "system"},
+	"config": {"程序配置", "configuration"},
 }
 
 // ActorWord names an audited actor in lang: "token:ops" is 令牌 ops,

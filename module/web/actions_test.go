@@ -35,6 +35,8 @@ func TestWordsForEngineData(t *testing.T) {
 		{web.JobKindWord("zh", "orders.ship"), "orders.ship"},
 		{web.JobKindWord("zh", ""), "—"},
 		{web.QueueWord("zh", "default"), "默认队列"},
+		{web.ActorWord("zh", "config:host-7"), "程序配置 host-7"},
+		{web.ReasonWord("zh", "", "configured in code", nil), "程序配置中设定"},
 		{web.QueueWord("en", "mail"), "mail"},
 	} {
 		if c.got != c.want {

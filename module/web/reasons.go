@@ -55,6 +55,22 @@ func RegisterReasons(scope string, rs ...SystemReason) {
 	}
 }
 
+// ReasonScopes lists the scopes that registered reasons, sorted: for a
+// text whose writer's scope a page does not know (a flow key's last
+// error, which any kind on the key may have written).
+func ReasonScopes() []string {
+	wordsMu.RLock()
+	defer wordsMu.RUnlock()
+	out := make([]string, 0, len(reasonsByScope))
+	for s := range reasonsByScope {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 var reasonParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // ReasonWord says a reason in lang: by its code and parameters when the

@@ -16,6 +16,7 @@ func init() {
 		SystemReason{Code: "batch.key_autopaused", Text: `key (?P<key>.+?) auto-paused: (?P<last_error>.*)`,
 			ZH: "键 {key} 连续失败已自动暂停，最后一次错误：{last_error}",
 			EN: "Key {key} paused itself after repeated failures; last error: {last_error}"},
+		SystemReason{Text: `configured in code`, ZH: "程序配置中设定", EN: "Set in the program's configuration"},
 		SystemReason{Text: `materialization: (?P<error>.*)`,
 			ZH: "生成任务项失败：{error}", EN: "Creating the items failed: {error}"},
 		// A job's error history: the entries the engine writes itself.

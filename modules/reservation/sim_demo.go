@@ -30,7 +30,7 @@ var demoCategories = []struct {
 // startDemo seeds the demo categories and resources (once) and starts the
 // loop adding reservations that come due a minute later.
 func (m *Module[TTx]) startDemo(ctx context.Context) error {
-	ctx = keel.WithActor(context.WithoutCancel(ctx), "demo")
+	ctx = keel.WithActor(context.WithoutCancel(ctx), "system:demo")
 	resources, err := m.seedDemo(ctx)
 	if err != nil {
 		return fmt.Errorf("reservation demo: %w", err)
@@ -115,6 +115,6 @@ func (m *Module[TTx]) demoCheckIn(ctx context.Context) error {
 	if err != nil || len(list) == 0 {
 		return err
 	}
-	_, err = m.CheckIn(ctx, list[0].ID, list[0].Version, "demo: arrived")
+	_, err = m.CheckIn(ctx, list[0].ID, list[0].Version, "演示：顾客已到店")
 	return err
 }

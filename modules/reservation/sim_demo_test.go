@@ -14,7 +14,7 @@ import (
 // check-ins: a scan a minute on releases the no-shows and promotes.
 func TestDemoRounds(t *testing.T) {
 	e := newSQLiteEnv(t)
-	ctx := keel.WithActor(context.Background(), "demo")
+	ctx := keel.WithActor(context.Background(), "system:demo")
 	m := e.module(t)
 	resources, err := m.seedDemo(ctx)
 	if err != nil || len(resources) != 3 {

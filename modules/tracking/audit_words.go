@@ -9,6 +9,7 @@ import (
 // (the console's audit log shows them; a test checks every action the
 // source writes has words).
 func init() {
+	web.RegisterReasons(Name, web.SystemReason{Text: `initial mapping from configuration`, ZH: "按配置建立的初始映射", EN: "Initial mapping from the configuration"})
 	web.RegisterTopics(map[string][2]string{
 		ingest.TopicChanged: {"运单状态变化", "Waybill changed"},
 		ingest.TopicDetail:  {"运单轨迹明细", "Waybill detail"},

@@ -45,9 +45,13 @@ func (m *Module[TTx]) Pages() []module.Page { return m.site().Pages() }
 // the tracking words.
 type page struct{ console.Page }
 
-func (p page) Milestone(s string) string     { return domain.Milestone(s).Word(p.V.Lang) }
-func (p page) Flags(v domain.View) []string  { return v.Flags(p.V.Lang) }
-func (p page) Pct(f float64) int             { return int(f*100 + 0.5) }
+func (p page) Milestone(s string) string    { return domain.Milestone(s).Word(p.V.Lang) }
+func (p page) Flags(v domain.View) []string { return v.Flags(p.V.Lang) }
+func (p page) Pct(f float64) int            { return int(f*100 + 0.5) }
+
+// Note says a mapping version's note: the module's own in words, a
+// person's as typed.
+func (p page) Note(s string) string          { return mweb.ReasonWord(p.V.Lang, Name, s, nil) }
 func (p page) Name(c *domain.Carrier) string { return c.Name(p.V.Lang) }
 
 var outcomeWords = map[string][2]string{

@@ -54,6 +54,7 @@ var funcs = template.FuncMap{
 	"subject": subjectWord,
 	"pretty":  pretty,
 	"jfields": jobFields,
+	"keyerr":  keyError,
 	"why":     why,
 	"esc":     url.PathEscape,
 	"chart":   chart,
@@ -122,6 +123,21 @@ func pretty(raw json.RawMessage) string {
 	return string(b)
 }
 
+// keyError is a flow key's last error in words: any kind on the key may
+// have written it, so each module's registered reasons are tried (then
+// the engine's); what none of them says reads as written.
+func keyError(v *view, key, text string) string {
+	if text == "" {
+		return "—"
+	}
+	for _, scope := range web.ReasonScopes() {
+		if w := jobReason(v, scope+".", text); w != text {
+			return w
+		}
+	}
+	return jobReason(v, "", text)
+}
+
 // jobField is one field of a job's arguments or result in words.
 type jobField struct{ Field, Label, Value string }
 
@@ -139,7 +155,9 @@ func jobFields(v *view, kind string, raw json.RawMessage) []jobField {
 	}
 	switch x.(type) {
 	case map[string]any, []any:
-	default: // a bare value (RecordResult of a string or a number)
+	case string: // RecordResult of a sentence: in the module's words if it has them
+		return []jobField{{Label: word(v.Lang, "value"), Value: jobReason(v, kind, x.(string))}}
+	default: // a bare number or boolean
 		return []jobField{{Label: word(v.Lang, "value"), Value: valueWords(v, x)}}
 	}
 	stored := eventsweb.Payload(raw)
@@ -197,9 +215,11 @@ func jobReason(v *view, kind, text string) string {
 		return w
 	}
 	// The engine's outcome wrappers (keel.JobFail's "failed: ",
-	// JobCancel's "cancelled: ") repeat what the state beside the reason
-	// says: the words of what they wrap, if it has any.
-	for _, p := range []string{"failed: ", "cancelled: "} {
+	// JobCancel's "cancelled: ", JobPermanent's "permanent: ",
+	// JobUnknown's "result unknown: ") repeat what the state or failure
+	// class beside the reason says: the words of what they wrap, if it
+	// has any.
+	for _, p := range []string{"failed: ", "cancelled: ", "permanent: ", "result unknown: "} {
 		if rest, ok := strings.CutPrefix(text, p); ok {
 			if w := web.ReasonWord(v.Lang, scope, rest, nil); w != rest {
 				return w

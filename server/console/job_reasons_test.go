@@ -55,4 +55,19 @@ func TestJobReasonsInWords(t *testing.T) {
 			t.Errorf("%s %s in %s: %q, want %q", c.j.Kind, c.j.State, c.v.Lang, got, c.want)
 		}
 	}
+	// Each of the engine's outcome wrappers reads as the words of what it
+	// wraps, in the error history as beside the state.
+	for _, msg := range []string{"failed: offline", "cancelled: offline", "permanent: offline", "result unknown: offline"} {
+		if got := jobReason(zh, "reasontest.push", msg); got != "对方离线" {
+			t.Errorf("%q reads %q", msg, got)
+		}
+	}
+	// A flow key's last error, whose kind the key does not say, reads in
+	// the words of whichever module registered it.
+	if got := keyError(zh, "app:1", "failed: offline"); got != "对方离线" {
+		t.Errorf("a key's last error reads %q", got)
+	}
+	if got := keyError(en, "app:1", "something new"); got != "something new" {
+		t.Errorf("an unknown last error reads %q", got)
+	}
 }
