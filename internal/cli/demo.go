@@ -80,6 +80,8 @@ func init() {
 		"ack":          {"对方已确认", "Acknowledged"},
 		"confirmation": {"确认号", "Confirmation"},
 	})
+	// The reason keel dev gives the admin token it makes on a first run.
+	web.RegisterReasons("", web.SystemReason{Text: `first run of keel dev`, ZH: "首次运行 keel dev 时创建", EN: "Made on keel dev's first run"})
 	web.RegisterReasons("demo",
 		web.SystemReason{Text: `recipient opted out`, ZH: "收件人已退订", EN: "The recipient opted out"},
 		web.SystemReason{Text: `client rejected the message`, ZH: "客户端拒收该消息", EN: "The client rejected the message"},
@@ -89,6 +91,7 @@ func init() {
 		web.SystemReason{Text: `timed out after sending`, ZH: "发出后超时，结果未知（先查询再重试）", EN: "Timed out after sending: outcome unknown (queried before any retry)"},
 		web.SystemReason{Text: `counterpart rejected the order`, ZH: "对方拒绝了该订单", EN: "The counterpart rejected the order"},
 		web.SystemReason{Text: `client reconnected; delivered and acknowledged`, ZH: "客户端重连后已送达并确认", EN: "The client reconnected; delivered and acknowledged"},
+		web.SystemReason{Text: `confirmed by query`, ZH: "查询确认已送达", EN: "Confirmed by a query"},
 	)
 }
 

@@ -218,14 +218,16 @@ func WaitReasonWord(lang, reason string) string {
 
 // targetKinds name the engine's audit targets' kinds ("job:42" is 任务 42).
 var targetKinds = map[string]Words{
-	"job":         {"任务", "job"},
-	"queue":       {"队列", "queue"},
-	"flowkey":     {"流控键", "flow key"},
-	"flowlimit":   {"限流规则", "flow limit"},
-	"batch":       {"批量任务", "batch"},
-	"token":       {"令牌", "token"},
-	"approval":    {"复核申请", "approval"},
-	"discrepancy": {"对账差异", "discrepancy"},
+	"job":               {"任务", "job"},
+	"queue":             {"队列", "queue"},
+	"flowkey":           {"流控键", "flow key"},
+	"flowlimit":         {"限流规则", "flow limit"},
+	"batch":             {"批量任务", "batch"},
+	"token":             {"令牌", "token"},
+	"approval":          {"复核申请", "approval"},
+	"discrepancy":       {"对账差异", "discrepancy"},
+	"recon.discrepancy": {"对账差异", "discrepancy"},
+	"recon.run":         {"对账运行", "reconciliation run"},
 }
 
 // TargetWord names an audit target in lang: the engine's kinds in words

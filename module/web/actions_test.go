@@ -28,6 +28,7 @@ func TestWordsForEngineData(t *testing.T) {
 		{web.ActionWord("en", "new.thing_done"), "thing done (new)"},
 		{web.TargetWord("zh", "job:42"), "任务 42"},
 		{web.TargetWord("en", "delivery:7"), "delivery:7"},
+		{web.TargetWord("zh", "recon.discrepancy:2"), "对账差异 2"},
 		{web.WaitReasonWord("zh", "connection"), "等待连接"},
 		{web.JobKindWord("zh", "keel.recon.run"), "执行一轮对账"},
 		{web.JobKindWord("en", "keel.events.archive"), "Archive handled events"},

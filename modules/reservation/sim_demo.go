@@ -66,7 +66,7 @@ func (m *Module[TTx]) seedDemo(ctx context.Context) ([]*Resource, error) {
 	}
 	var out []*Resource
 	for _, d := range demoCategories {
-		if _, err := m.CreateCategory(ctx, d.id, d.settings, "demo data"); err != nil && !errors.Is(err, errCategoryExists) {
+		if _, err := m.CreateCategory(ctx, d.id, d.settings, "演示数据"); err != nil && !errors.Is(err, errCategoryExists) {
 			return nil, err
 		}
 		r := byName[d.resource]
