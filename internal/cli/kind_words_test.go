@@ -75,22 +75,8 @@ func TestEveryJobKindAndQueueHasWords(t *testing.T) {
 	if len(queues) < 8 {
 		t.Errorf("only %d queues configured: %v", len(queues), queues)
 	}
-	for _, k := range kinds {
-		w, ok := web.JobKindWords(k)
-		if !ok {
-			t.Errorf("job kind %q has no words (register them with web.RegisterJobKinds in its module's words file)", k)
-			continue
-		}
-		checkWords(t, "job kind "+k, w)
-	}
-	for _, q := range queues {
-		w, ok := web.QueueWords(q)
-		if !ok {
-			t.Errorf("queue %q has no words (register them with web.RegisterQueues in its module's words file)", q)
-			continue
-		}
-		checkWords(t, "queue "+q, w)
-	}
+	haveWords(t, "job kind", web.JobKindWords, kinds...)
+	haveWords(t, "queue", web.QueueWords, queues...)
 	// The reconcilers the modules registered, as the recon pages list them.
 	recons := rc.Reconcilers()
 	if len(recons) < 10 {
@@ -110,8 +96,13 @@ func TestEveryJobKindAndQueueHasWords(t *testing.T) {
 
 func namesHaveWords(t *testing.T, what string, names ...string) {
 	t.Helper()
+	haveWords(t, what, func(n string) (web.Words, bool) { return web.NameWords(what, n) }, names...)
+}
+
+func haveWords(t *testing.T, what string, lookup func(string) (web.Words, bool), names ...string) {
+	t.Helper()
 	for _, n := range names {
-		w, ok := web.NameWords(what, n)
+		w, ok := lookup(n)
 		if !ok {
 			t.Errorf("%s %q has no words (register them in its module's words file)", what, n)
 			continue

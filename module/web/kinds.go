@@ -28,43 +28,24 @@ func RegisterQueues(m map[string][2]string) {
 }
 
 // JobKindWords returns the registered words of a job kind.
-func JobKindWords(kind string) (Words, bool) {
-	wordsMu.RLock()
-	defer wordsMu.RUnlock()
-	w, ok := jobKinds[kind]
-	return w, ok
-}
+func JobKindWords(kind string) (Words, bool) { return lookup(jobKinds, kind) }
 
 // QueueWords returns the registered words of a queue.
-func QueueWords(queue string) (Words, bool) {
-	wordsMu.RLock()
-	defer wordsMu.RUnlock()
-	w, ok := queueNames[queue]
-	return w, ok
-}
+func QueueWords(queue string) (Words, bool) { return lookup(queueNames, queue) }
 
 // JobKindWord names a job kind in lang. A kind nobody registered (an
 // application's own) reads as the identifier its program gave it: unlike
 // an audit action, it is the user's own word.
-func JobKindWord(lang, kind string) string {
-	if w, ok := JobKindWords(kind); ok {
-		return w.In(lang)
-	}
-	if kind == "" {
-		return "—"
-	}
-	return kind
-}
+func JobKindWord(lang, kind string) string { return nameWord(jobKinds, lang, kind) }
 
 // QueueWord names a queue in lang; an unregistered queue reads as its name.
-func QueueWord(lang, queue string) string {
-	if w, ok := QueueWords(queue); ok {
-		return w.In(lang)
-	}
-	if queue == "" {
-		return "—"
-	}
-	return queue
+func QueueWord(lang, queue string) string { return nameWord(queueNames, lang, queue) }
+
+func lookup(m map[string]Words, name string) (Words, bool) {
+	wordsMu.RLock()
+	defer wordsMu.RUnlock()
+	w, ok := m[name]
+	return w, ok
 }
 
 // The engine's own kinds and its default queue.
@@ -118,17 +99,11 @@ func ReconcilerWord(lang, name string) string { return nameWord(reconcilerNames,
 // reconciler (what is "topic", "consumer" or "reconciler"), for tests.
 func NameWords(what, name string) (Words, bool) {
 	m := map[string]map[string]Words{"topic": topicNames, "consumer": consumerNames, "reconciler": reconcilerNames}[what]
-	wordsMu.RLock()
-	defer wordsMu.RUnlock()
-	w, ok := m[name]
-	return w, ok
+	return lookup(m, name)
 }
 
 func nameWord(m map[string]Words, lang, name string) string {
-	wordsMu.RLock()
-	w, ok := m[name]
-	wordsMu.RUnlock()
-	if ok {
+	if w, ok := lookup(m, name); ok {
 		return w.In(lang)
 	}
 	if name == "" {
