@@ -101,6 +101,16 @@ func (s *served) seedEvents() {
 		}
 	}
 	eventually(t, "the applied event", func() bool { return f.Applied.Load() >= 1 })
+	// A consumer may apply an event before the relay has marked its
+	// outbox row published (the mark is the relay's own write after the
+	// bus acknowledged): the outbox is drained when the marks are in.
+	eventually(t, "the outbox drained", func() bool {
+		var topics struct {
+			Data []keelevents.TopicStats `json:"data"`
+		}
+		s.call("vera", "GET", "/api/v1/events/topics", nil, &topics)
+		return len(topics.Data) == 1 && topics.Data[0].Backlog == 0 && topics.Data[0].Published == 2
+	})
 	var manual struct {
 		Data []keelevents.ManualEvent `json:"data"`
 	}
