@@ -54,6 +54,7 @@ type Stats struct {
 	Batches  int64 // batches run
 	Requests int64 // requests they carried (a request handed back counts again)
 	Largest  int   // most requests in one batch
+	Waiting  int   // requests queued now, not yet in a batch
 }
 
 // Group batches the requests submitted to it; see Config.
@@ -104,6 +105,9 @@ func (g *Group[R]) Stats() Stats {
 	defer g.mu.Unlock()
 	s := g.stats
 	s.Lanes = len(g.lanes)
+	for _, l := range g.lanes {
+		s.Waiting += len(l.waiting)
+	}
 	return s
 }
 

@@ -56,6 +56,7 @@ type GroupStats struct {
 	Largest   int   `json:"largest"`   // most callbacks in one
 	Alone     int64 `json:"alone"`     // callbacks sent to the one-callback path after a batch
 	Failed    int64 `json:"failed"`    // batches whose transaction failed
+	Waiting   int   `json:"waiting"`   // callbacks queued now for the next batch
 }
 
 type sRequest struct {
@@ -94,7 +95,7 @@ func (m *Module[TTx]) GroupStats() GroupStats {
 	m.group.mu.Lock()
 	defer m.group.mu.Unlock()
 	s := m.group.stats
-	s.Lanes, s.Batches, s.Callbacks, s.Largest = g.Lanes, g.Batches, g.Requests, g.Largest
+	s.Lanes, s.Batches, s.Callbacks, s.Largest, s.Waiting = g.Lanes, g.Batches, g.Requests, g.Largest, g.Waiting
 	return s
 }
 

@@ -1,11 +1,13 @@
 package payment
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/module/moduletest"
 	"github.com/keelwork/keel/modules/payment/channel"
 )
@@ -32,6 +34,29 @@ func testGroupCommit[TTx any](t *testing.T, e *tenv[TTx]) {
 	if err := e.sim.Pay(wx, nos[0]); err != nil {
 		t.Fatal(err)
 	}
+	// Hold the payments (PostgreSQL: their rows; SQLite: its one writer)
+	// until callbacks queue behind the first batch, so that batches are
+	// shared because callbacks met, not because the machine was slow
+	// enough for them to meet: on a fast one each commit can end before
+	// the next callback arrives.
+	held, release, releasedAt := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		releasedAt <- e.DB.InTx(context.Background(), func(tx keelsql.Tx[TTx]) error {
+			q := "SELECT payment_no FROM pay_payment WHERE payment_no LIKE 'GRPC%' FOR UPDATE"
+			if e.DB.Dialect() == "sqlite" {
+				q = "UPDATE pay_payment SET payment_no = payment_no WHERE 1 = 0" // takes the write lock
+			}
+			rows, err := tx.Query(context.Background(), q)
+			if err != nil {
+				return err
+			}
+			rows.Close()
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
 	var wg sync.WaitGroup
 	for _, no := range nos[1:] {
 		wg.Add(1)
@@ -41,6 +66,11 @@ func testGroupCommit[TTx any](t *testing.T, e *tenv[TTx]) {
 				t.Error(err)
 			}
 		}()
+	}
+	moduletest.WaitFor(t, 30*time.Second, "callbacks queued behind the held batch", func() bool { return e.m.GroupStats().Waiting >= 10 })
+	close(release)
+	if err := <-releasedAt; err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	moduletest.WaitFor(t, 30*time.Second, "every callback acknowledged", func() bool {
