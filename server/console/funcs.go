@@ -126,7 +126,7 @@ func pretty(raw json.RawMessage) string {
 // keyError is a flow key's last error in words: any kind on the key may
 // have written it, so each module's registered reasons are tried (then
 // the engine's); what none of them says reads as written.
-func keyError(v *view, key, text string) string {
+func keyError(v *view, text string) string {
 	if text == "" {
 		return "—"
 	}

@@ -64,10 +64,10 @@ func TestJobReasonsInWords(t *testing.T) {
 	}
 	// A flow key's last error, whose kind the key does not say, reads in
 	// the words of whichever module registered it.
-	if got := keyError(zh, "app:1", "failed: offline"); got != "对方离线" {
+	if got := keyError(zh, "failed: offline"); got != "对方离线" {
 		t.Errorf("a key's last error reads %q", got)
 	}
-	if got := keyError(en, "app:1", "something new"); got != "something new" {
+	if got := keyError(en, "something new"); got != "something new" {
 		t.Errorf("an unknown last error reads %q", got)
 	}
 }
