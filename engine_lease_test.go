@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -132,17 +133,20 @@ func testLateOwnerCommitRejected[TTx any](t *testing.T, d keeldriver.Driver[TTx]
 		t.Fatal(err)
 	}
 	b := startClient(t, d, fastConfig(ws))
-	if f := <-started; f != 2 {
-		t.Fatalf("re-claim fence %d, want 2", f)
+	// Usually one re-claim (fence 2); on a starved machine a re-claim's
+	// own lease may lapse before its worker starts and the job is claimed
+	// again (seen once: fence 3). What matters is that a newer owner ran.
+	if f := <-started; f < 2 {
+		t.Fatalf("re-claim fence %d, want a newer one than the stalled owner's 1", f)
 	}
 	waitState(t, b, res.Job.ID, keeltype.JobStateCompleted)
 	close(release)
 	waitFor(t, 5*time.Second, "A's stale commit to be rejected", func() bool {
-		return testutil.ToFloat64(a.Metrics().StaleFence.WithLabelValues("test.block")) == 1
+		return testutil.ToFloat64(a.Metrics().StaleFence.WithLabelValues("test.block")) >= 1
 	})
 	row := jobState(t, b, res.Job.ID)
-	if !jsonEqual(row.Result, "2") || row.Fence != 2 {
-		t.Fatalf("the effective result must be the fence-2 owner's: %s fence=%d", row.Result, row.Fence)
+	if row.Fence < 2 || !jsonEqual(row.Result, strconv.FormatInt(row.Fence, 10)) {
+		t.Fatalf("the effective result must be the last owner's, not the stalled fence-1 owner's: %s fence=%d", row.Result, row.Fence)
 	}
 }
 
