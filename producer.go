@@ -31,17 +31,32 @@ const (
 	slotRetryMax = 2 * time.Second
 )
 
-// aheadFactor sizes the fetch-ahead buffer, in pools. A drain is bound by
-// its one claim loop, and a claim's time is mostly its commit's WAL flush
-// when the disk is busy, so more rows per claim is more jobs per flush: with
-// a buffer of four pools instead of two, drains on a loaded machine claimed
-// ~234 rows per statement instead of ~143 and ran 1.16–1.79× faster
-// (docs/benchmarks.md). The jobs in it are leased and heartbeated like
-// running ones, and a stop hands them back unstarted.
-const aheadFactor = 4
+// The fetch-ahead buffer holds as many jobs as the workers start in
+// aheadWindow, at least one pool and at most aheadMaxPools pools. A drain
+// is bound by its one claim loop, and a claim costs a round trip and a
+// commit whatever its size, so more rows per claim is more jobs per commit:
+// with no-op jobs on a 2-core PostgreSQL a fixed buffer of four pools
+// claimed ~270 rows per statement, this one ~850, and drained 100,000 jobs
+// 1.26× faster (docs/benchmarks.md; two pools against four was
+// 1.16–1.79× on a loaded machine). A fixed size cannot suit every job,
+// though: jobs in the buffer have left the queue, so a job of higher
+// priority inserted meanwhile starts after all of them, and another
+// instance cannot take them. Sizing the buffer by time bounds that wait:
+// sixteen pools of no-op jobs are ~40 ms of work, one pool of one-second
+// jobs a second, where a fixed four pools would hold them for four seconds.
+// The window also covers a claim's own latency (tens of milliseconds on a
+// loaded machine), so the workers do not run dry while the next claim is
+// in flight. The jobs in the buffer are leased and heartbeated like running
+// ones, and a stop hands them back unstarted.
+const (
+	aheadWindow   = 100 * time.Millisecond
+	aheadMaxPools = 16
+	// rateSample is the shortest interval the start rate is measured over.
+	rateSample = 25 * time.Millisecond
+)
 
 // producer fetches jobs of one queue and runs each in its own goroutine, up
-// to max at once, plus up to 4×max fetched ahead while a backlog exists. It
+// to max at once, plus a buffer fetched ahead while a backlog exists. It
 // fetches when woken (insert notification, room freed while a backlog
 // exists) or when the poll interval passes.
 type producer struct {
@@ -56,8 +71,12 @@ type producer struct {
 	stopCh   chan struct{}
 	// ahead holds jobs claimed beyond the free slots while a backlog exists
 	// (fetch-ahead): a slot that frees takes the next one without a round
-	// trip, and each claim moves more rows per commit.
+	// trip, and each claim moves more rows per commit. Its capacity is the
+	// most it may hold; aheadLimit is what it may hold now.
 	ahead chan *execution
+	// starts counts jobs handed to a worker slot; startRate (jobs/s) is
+	// sampled from it to size the buffer (aheadLimit).
+	starts atomic.Int64
 
 	mu sync.Mutex
 	// reserved counts rows requested by claims in flight, so concurrent
@@ -94,6 +113,11 @@ type producer struct {
 	// from slotRetryMin up to the poll interval while claims keep failing,
 	// so a database that is down is not hammered, and resets on success.
 	errRetry time.Duration
+	// startRate is the jobs started per second, smoothed; rateAt and
+	// rateStarts are where its last sample ended.
+	startRate  float64
+	rateAt     time.Time
+	rateStarts int64
 }
 
 // clientCore is the part of Client a producer needs; it hides TTx.
@@ -112,7 +136,7 @@ func newProducer[TTx any](c *Client[TTx], queue string, max int) *producer {
 	return &producer{
 		client: c, queue: queue, max: max,
 		wakeCh: make(chan struct{}, 1), slotCh: make(chan struct{}, 1), stopCh: make(chan struct{}),
-		ahead: make(chan *execution, aheadFactor*max),
+		ahead: make(chan *execution, aheadMaxPools*max),
 	}
 }
 
@@ -163,9 +187,25 @@ func (p *producer) loop(ctx context.Context, primary bool) {
 func (p *producer) room() int {
 	free := p.max - int(p.running.Load())
 	if p.backlog && !p.slotBound {
-		free += cap(p.ahead) - len(p.ahead)
+		free += p.aheadLimit(time.Now()) - len(p.ahead)
 	}
 	return free - p.reserved
+}
+
+// aheadLimit is how many jobs the buffer may hold now: what the workers
+// start in aheadWindow at the measured rate, between one pool and its
+// capacity. The rate is sampled here, where fetches decide their size, over
+// at least rateSample, and halved toward each new sample so one burst or
+// pause does not swing the buffer. Caller holds p.mu.
+func (p *producer) aheadLimit(now time.Time) int {
+	if d := now.Sub(p.rateAt); d >= rateSample {
+		n := p.starts.Load()
+		if !p.rateAt.IsZero() {
+			p.startRate = (p.startRate + float64(n-p.rateStarts)/d.Seconds()) / 2
+		}
+		p.rateAt, p.rateStarts = now, n
+	}
+	return min(max(int(p.startRate*aheadWindow.Seconds()), p.max), cap(p.ahead))
 }
 
 // reserve claims room for a fetch of at least need rows.
@@ -427,6 +467,7 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 	for _, row := range res.rows {
 		exe := p.client.register(ctx, row)
 		if p.takeSlot() {
+			p.starts.Add(1)
 			go p.client.runJobs(p, exe)
 		} else {
 			p.ahead <- exe // the reservation guarantees space
@@ -455,6 +496,7 @@ func (p *producer) next() *execution {
 	}
 	select {
 	case exe := <-p.ahead:
+		p.starts.Add(1)
 		signal(p.slotCh) // room in the buffer: maybe time to fetch
 		return exe
 	default:

@@ -90,3 +90,56 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	testwait.For(t, 30*time.Second, "the condition", cond)
 }
+
+// TestAheadLimitFollowsTheStartRate: the fetch-ahead buffer holds what the
+// workers start in aheadWindow, never less than one pool (so a claim still
+// batches) nor more than its capacity. A fixed size held slow jobs away from
+// a newly inserted job of higher priority, and from other instances, for
+// seconds; a small one made fast drains claim a few hundred rows per commit.
+func TestAheadLimitFollowsTheStartRate(t *testing.T) {
+	p := newProducer[any](nil, "q", 10)
+	t0 := time.Unix(1_000_000, 0)
+	if got := p.aheadLimit(t0); got != 10 {
+		t.Fatalf("before any start: limit %d, want one pool (10)", got)
+	}
+	// 40 starts per second: 4 in the window, below one pool.
+	p.starts.Add(4)
+	if got := p.aheadLimit(t0.Add(100 * time.Millisecond)); got != 10 {
+		t.Fatalf("at 20 starts/s (smoothed): limit %d, want one pool (10)", got)
+	}
+	// 20,000 starts per second for a while: the buffer grows to its
+	// capacity and no further.
+	at := t0.Add(100 * time.Millisecond)
+	var got int
+	for range 10 {
+		at = at.Add(50 * time.Millisecond)
+		p.starts.Add(1000)
+		got = p.aheadLimit(at)
+	}
+	if want := aheadMaxPools * 10; got != want {
+		t.Fatalf("at 20,000 starts/s: limit %d, want the capacity %d", got, want)
+	}
+	// A sample shorter than rateSample changes nothing.
+	p.starts.Add(1_000_000)
+	if again := p.aheadLimit(at.Add(rateSample / 2)); again != got || p.startRate > 30_000 {
+		t.Fatalf("a short sample moved the rate to %.0f/s (limit %d)", p.startRate, again)
+	}
+	p.starts.Add(-1_000_000)
+	// 800 starts per second: 80 in the window, between the bounds.
+	for range 20 {
+		at = at.Add(50 * time.Millisecond)
+		p.starts.Add(40)
+		got = p.aheadLimit(at)
+	}
+	if got < 75 || got > 85 {
+		t.Fatalf("at 800 starts/s: limit %d, want about 80", got)
+	}
+	// Idle: back to one pool.
+	for range 20 {
+		at = at.Add(time.Second)
+		got = p.aheadLimit(at)
+	}
+	if got != 10 {
+		t.Fatalf("after idle seconds: limit %d, want one pool (10)", got)
+	}
+}
