@@ -371,7 +371,7 @@ func (p *producer) settle(want int, res *claimResult) bool {
 
 // sweeping reports whether to fetch again at once because the last fetch
 // listed only some of the keys it may claim from (the listing was cut at
-// keysPerClaim): the keys after them may have backlog that no notification
+// claimWidth): the keys after them may have backlog that no notification
 // will announce (held keys, a backlog that outlived its wake-up). A fetch
 // that claimed something goes on to the next keys; one that claimed nothing
 // (all throttled, paused or empty) starts a fruitless sweep, which stops once

@@ -143,3 +143,16 @@ func TestAheadLimitFollowsTheStartRate(t *testing.T) {
 		t.Fatalf("after idle seconds: limit %d, want one pool (10)", got)
 	}
 }
+
+// TestClaimWidthFollowsTheRoom: a claim lists one key per rowsPerKey rows it
+// may bring, between keysPerClaim and keysPerClaimMax, and never more keys
+// than rows (each listed key gets at least one).
+func TestClaimWidthFollowsTheRoom(t *testing.T) {
+	for _, c := range []struct{ want, keys int }{
+		{1, 1}, {10, 10}, {100, 16}, {256, 16}, {512, 32}, {1700, 106}, {2048, 128}, {50000, 128},
+	} {
+		if got := claimWidth(c.want); got != c.keys {
+			t.Errorf("claimWidth(%d) = %d, want %d", c.want, got, c.keys)
+		}
+	}
+}
