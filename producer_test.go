@@ -156,3 +156,22 @@ func TestClaimWidthFollowsTheRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryLaterWaitsOneInterval: the leader's tidy loops (pruning, samples,
+// ageing, recounts) wait an interval before their first run, so a leader that
+// starts beside a backlog leaves the cores to the drain; the loops that move
+// jobs run at once.
+func TestEveryLaterWaitsOneInterval(t *testing.T) {
+	for _, c := range []struct {
+		later bool
+		runs  int
+	}{{false, 1}, {true, 0}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // stopped before the first interval passes
+		runs := 0
+		every(ctx, time.Hour, c.later, func(context.Context) { runs++ })
+		if runs != c.runs {
+			t.Errorf("later=%v: ran %d times before the first interval, want %d", c.later, runs, c.runs)
+		}
+	}
+}
