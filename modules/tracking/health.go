@@ -6,6 +6,7 @@ import (
 
 	"github.com/keelwork/keel/keeltype"
 	"github.com/keelwork/keel/modules/tracking/domain"
+	"github.com/keelwork/keel/modules/tracking/store"
 )
 
 // ShareHealth is one share of a carrier's quota as the engine holds it.
@@ -48,9 +49,16 @@ func (h *Health) Degraded() bool {
 
 // Healths lists every carrier's health.
 func (m *Module[TTx]) Healths(ctx context.Context) ([]*Health, error) {
+	// The gap and refusal counts cover every carrier in one read each:
+	// read per carrier, the console's overview card issued them once per
+	// carrier and, on a loaded SQLite, outlived the card's bound.
+	counts, err := m.healthCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []*Health
 	for _, c := range m.carriers {
-		h, err := m.health(ctx, c.Code)
+		h, err := m.healthOf(ctx, c.Code, counts)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +67,33 @@ func (m *Module[TTx]) Healths(ctx context.Context) ([]*Health, error) {
 	return out, nil
 }
 
+// healthCounts is what Health reads for all carriers at once.
+type healthCounts struct {
+	gaps map[string]store.GapCount
+	sec  []store.SecurityRow
+}
+
+func (m *Module[TTx]) healthCounts(ctx context.Context) (*healthCounts, error) {
+	gaps, err := m.store.OpenGapCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := m.store.SecurityCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &healthCounts{gaps: gaps, sec: sec}, nil
+}
+
 func (m *Module[TTx]) health(ctx context.Context, code string) (*Health, error) {
+	counts, err := m.healthCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.healthOf(ctx, code, counts)
+}
+
+func (m *Module[TTx]) healthOf(ctx context.Context, code string, counts *healthCounts) (*Health, error) {
 	c, err := m.carrier(code)
 	if err != nil {
 		return nil, err
@@ -67,19 +101,11 @@ func (m *Module[TTx]) health(ctx context.Context, code string) (*Health, error) 
 	h := &Health{Carrier: c.Code, NameZH: c.NameZH, NameEN: c.NameEN, Quota: c.Quota, carrier: c,
 		Realtime: ShareHealth{Key: c.RealtimeKey(), Share: c.RealtimeShare, Rate: c.Rate(c.RealtimeShare)},
 		Backfill: ShareHealth{Key: c.BackfillKey(), Share: c.BackfillShare, Rate: c.Rate(c.BackfillShare)}}
-	gaps, err := m.store.OpenGapCounts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h.OpenGaps, h.OldestGap = gaps[code].Open, gaps[code].Oldest
+	h.OpenGaps, h.OldestGap = counts.gaps[code].Open, counts.gaps[code].Oldest
 	if h.MappingVer, err = m.store.ActiveVersion(ctx, m.DB, code); err != nil {
 		return nil, err
 	}
-	sec, err := m.store.SecurityCounts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range sec {
+	for _, s := range counts.sec {
 		if s.Carrier == code {
 			h.Refused += s.Count
 		}
