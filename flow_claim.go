@@ -281,7 +281,7 @@ func (c *Client[TTx]) claimGated(ctx context.Context, queue string, keys []strin
 // claim of 300 rows over 100 keys cost a third of the throughput; but a
 // fixed 16 keys capped a claim over keys with few jobs each: 10,000 keys of
 // ten jobs gave claims of 160 rows while the fetch-ahead buffer had room
-// for ten times that, and drained at 70% of no keys, against 88% with the
+// for ten times that, and drained at 69% of no keys, against 85% with the
 // width following the room (docs/benchmarks.md). The rotating cursor serves
 // the keys after them next.
 const (
