@@ -68,6 +68,9 @@ type Harness struct {
 	// Env is added to the children's environment (a server's URL that only
 	// the test knows, for instance).
 	Env []string
+	// Diagnose, if set, describes the bus's side of namespace (a broker's
+	// consumers, say) for a scenario that timed out.
+	Diagnose func(namespace string) string
 }
 
 // DatabaseBus is the NewBus of the in-database bus.
@@ -404,13 +407,55 @@ func (e *env[TTx]) count(t *testing.T, q string) int {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	waitOr(t, what, d, cond, nil)
+}
+
+// waitOr is waitFor that, on the deadline, also reports what diagnose
+// says of the state left behind.
+func waitOr(t *testing.T, what string, d time.Duration, cond func() bool, diagnose func() string) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if diagnose != nil {
+				t.Fatalf("timed out waiting for %s\n%s", what, diagnose())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// missing describes the events of e-0..e-(n-1) without an effect and the
+// bus's side, for a scenario that timed out.
+func (e *env[TTx]) missing(t *testing.T, n int) string {
+	t.Helper()
+	seen := map[string]bool{}
+	rows, err := e.db.Query(context.Background(), "SELECT DISTINCT event_id FROM evcrash_effect")
+	if err != nil {
+		return fmt.Sprintf("reading the effects: %v", err)
+	}
+	for rows.Next() {
+		var id string
+		if rows.Scan(&id) == nil {
+			seen[id] = true
+		}
+	}
+	rows.Close()
+	var miss []string
+	for i := range n {
+		if id := fmt.Sprintf("e-%d", i); !seen[id] {
+			miss = append(miss, id)
+		}
+	}
+	if len(miss) > 20 {
+		miss = append(miss[:20], "…")
+	}
+	out := fmt.Sprintf("%d of %d events without an effect: %s", n-len(seen), n, strings.Join(miss, " "))
+	if e.h.Diagnose != nil {
+		out += "\n" + e.h.Diagnose(e.ns)
+	}
+	return out
 }
 
 func waitChan(t *testing.T, what string, c <-chan struct{}, exited <-chan struct{}) bool {

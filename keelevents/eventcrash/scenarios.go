@@ -109,8 +109,16 @@ func killConsumers[TTx any](t *testing.T, e *env[TTx], ev *keelevents.Events[TTx
 		p.kill()
 		kills++
 	}
-	spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 0, "consumer-final")
-	waitFor(t, "every effect", within, func() bool { return effects() >= n })
+	last := spawn(t, e.h, "consumer", e.driver, e.dsn, e.ns, 0, "consumer-final")
+	waitOr(t, "every effect", within, func() bool { return effects() >= n }, func() string {
+		out := e.missing(t, n)
+		select {
+		case <-last.exited:
+			out += "\nthe last consumer has exited"
+		default:
+		}
+		return out
+	})
 	return kills
 }
 

@@ -75,6 +75,12 @@ type Config struct {
 	// instance has pulled from for that long (for throwaway subscribers,
 	// such as tests on a shared server). Zero keeps consumers forever.
 	InactiveThreshold time.Duration
+	// HealEvery is how often, against a server before 2.10.14, each
+	// subscriber checks that the server has not lost its consumers'
+	// positions (heal.go) and heals those it has. Default
+	// DefaultHealEvery; negative turns the check off. Newer servers need
+	// no check.
+	HealEvery time.Duration
 	// Namespace replaces "keel" in subjects and stream names, for several
 	// deployments on one NATS cluster: [a-z0-9_-]{1,32}.
 	Namespace string
@@ -125,6 +131,9 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = DefaultMaxAckPending
+	}
+	if c.HealEvery == 0 {
+		c.HealEvery = DefaultHealEvery
 	}
 	if c.MaxAckPending < c.Concurrency {
 		c.MaxAckPending = c.Concurrency
@@ -187,6 +196,10 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 	if _, err := js.AccountInfo(actx); err != nil {
 		b.closeConn()
 		return nil, fmt.Errorf("JetStream is not available on NATS at %s (is the server started with -js?): %w", c.URL, err)
+	}
+	if v := b.nc.ConnectedServerVersion(); serverRewinds(v) {
+		log.Warn("jetstream: this NATS server can lose a consumer's position when an instance dies (fixed in 2.10.14); "+
+			"Keel checks and heals its consumers every HealEvery, but upgrading is recommended", "server", v, "heal_every", c.HealEvery)
 	}
 	return b, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,8 +84,9 @@ func (b *Bus) Subscribe(ctx context.Context, sub keelevents.Subscription, h keel
 	// Create every consumer before pulling from any, so that "published
 	// after the subscription first existed" holds for all of them.
 	handles := make([]jetstream.Consumer, len(s.consumers))
-	for i, c := range s.consumers {
-		if handles[i], err = b.js.CreateOrUpdateConsumer(ctx, c.stream, c.cfg); err != nil {
+	for i := range s.consumers {
+		c := &s.consumers[i]
+		if handles[i], err = s.ensureConsumer(ctx, c, false); err != nil {
 			return nil, fmt.Errorf("creating or updating consumer %s on stream %s: %w", c.cfg.Durable, c.stream, err)
 		}
 	}
@@ -98,6 +100,10 @@ func (b *Bus) Subscribe(ctx context.Context, sub keelevents.Subscription, h keel
 	for i := range s.consumers {
 		s.loops.Add(1)
 		go s.pull(&s.consumers[i], handles[i])
+	}
+	if v := b.nc.ConnectedServerVersion(); serverRewinds(v) && b.cfg.HealEvery > 0 {
+		s.loops.Add(1)
+		go s.watch()
 	}
 	if s.win != nil {
 		s.handlers.Add(1)
@@ -123,6 +129,11 @@ type consumerSpec struct {
 	first     string
 	partition int // -1 unordered
 	cfg       jetstream.ConsumerConfig
+	// acked is, for an ordered consumer without a window, the highest
+	// stream sequence this instance acknowledged: everything before it
+	// was acknowledged too (one delivery in flight per partition), which
+	// heal.go needs when the server lost the floor as well.
+	acked atomic.Uint64
 }
 
 func (s *subscriber) consumerConfig(f filter, partition int) consumerSpec {
@@ -203,7 +214,7 @@ func (s *subscriber) pull(c *consumerSpec, cons jetstream.Consumer) {
 		if cons == nil {
 			var err error
 			if err = s.b.ensureStream(s.fetchCtx, c.first); err == nil {
-				cons, err = s.b.js.CreateOrUpdateConsumer(s.fetchCtx, c.stream, c.cfg)
+				cons, err = s.ensureConsumer(s.fetchCtx, c, true)
 			}
 			if err != nil {
 				s.b.forgetStream(c.first)
@@ -254,7 +265,9 @@ func (s *subscriber) dispatch(m jetstream.Msg, c *consumerSpec) {
 		return
 	}
 	if partition >= 0 {
-		s.handle(m, partition)
+		if seq, ok := s.handle(m, partition); ok && seq > c.acked.Load() {
+			c.acked.Store(seq) // one pull loop per consumer: no race between stores
+		}
 		return
 	}
 	s.slots <- struct{}{}
@@ -290,10 +303,10 @@ func (s *subscriber) finish(it jetstream.MessagesContext, c *consumerSpec) {
 // a redelivery after the subscription's backoff. While the handler runs,
 // the message's AckWait is extended so that a slow handler is not raced
 // by a redelivery.
-func (s *subscriber) handle(m jetstream.Msg, lane int) {
+func (s *subscriber) handle(m jetstream.Msg, lane int) (seq uint64, acked bool) {
 	d, ok := s.delivery(m)
 	if !ok {
-		return
+		return 0, false
 	}
 	if lane < 0 && s.lanes != nil {
 		lane = d.Partition
@@ -319,9 +332,13 @@ func (s *subscriber) handle(m jetstream.Msg, lane int) {
 	close(working)
 	if herr != nil {
 		_ = m.NakWithDelay(keelevents.BackoffFor(s.sub.Backoff, d.Attempt))
-		return
+		return 0, false
 	}
-	_ = m.Ack()
+	if m.Ack() != nil {
+		return 0, false
+	}
+	md, _ := m.Metadata() // delivery read it already
+	return md.Sequence.Stream, true
 }
 
 // delivery decodes a message; one that cannot be is dropped (terminated)

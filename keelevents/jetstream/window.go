@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -58,18 +56,7 @@ func pinnedTTL(ackWait time.Duration) time.Duration {
 
 // serverPins reports whether the connected server has pinned consumers
 // (2.11 and later).
-func serverPins(version string) bool {
-	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return major > 2 || (major == 2 && minor >= 11)
-}
+func serverPins(version string) bool { return serverAtLeast(version, 2, 11, 0) }
 
 // window returns the subscription's effective window: 0 when it has
 // none or the server cannot pin.

@@ -10,3 +10,12 @@ func TestServerPins(t *testing.T) {
 		}
 	}
 }
+
+func TestServerRewinds(t *testing.T) {
+	for v, want := range map[string]bool{"2.9.10": true, "2.9.25": true, "2.10.13": true, "2.10.14": false,
+		"v2.10.22": false, "2.11.0-beta.1": false, "2.15.2": false, "3.0.0": false, "": true, "x": true} {
+		if got := serverRewinds(v); got != want {
+			t.Errorf("serverRewinds(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
