@@ -1,41 +1,21 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	_ "modernc.org/sqlite"
 
 	"github.com/keelwork/keel/internal/cli"
+	"github.com/keelwork/keel/internal/syncbuf"
 	"github.com/keelwork/keel/internal/testwait"
 )
-
-// lockedBuffer is the output of a `keel dev` that writes from many
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // devPorts are module settings that give a test's `keel dev` free ports
 // for the listeners that have fixed defaults (the delivery module's CMPP
@@ -48,7 +28,7 @@ func devPorts() map[string]string {
 
 // devRun is a `keel dev` a test started.
 type devRun struct {
-	out    *lockedBuffer
+	out    *syncbuf.Buffer
 	base   string // the console's URL
 	cancel context.CancelFunc
 	done   chan error    // what cli.Dev returned
@@ -65,7 +45,7 @@ func startDev(t *testing.T, dir string) *devRun {
 // startDevModules is startDev with only the named modules (nil: all).
 func startDevModules(t *testing.T, dir string, modules []string) *devRun {
 	t.Helper()
-	r := &devRun{out: &lockedBuffer{}, done: make(chan error, 1), ended: make(chan struct{})}
+	r := &devRun{out: &syncbuf.Buffer{}, done: make(chan error, 1), ended: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	// A test that ends without stopping it stops it here and waits, so

@@ -1,7 +1,6 @@
 package jetstream_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/keelwork/keel/internal/syncbuf"
 	"github.com/keelwork/keel/keelevents"
 	"github.com/keelwork/keel/keelevents/bustest"
 	"github.com/keelwork/keel/keelevents/jetstream/jstest"
@@ -44,7 +44,7 @@ func TestHealsALostPosition(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg := testConfig(url)
 	cfg.Partitions, cfg.Namespace, cfg.HealEvery = 1, fmt.Sprintf("heal%d", time.Now().UnixNano()%1e9), 100*time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -176,22 +176,4 @@ func mustStream(t *testing.T, js natsjs.JetStream, name string) natsjs.Stream {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -7,8 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keelwork/keel/internal/syncbuf"
 	"github.com/keelwork/keel/module/modcli"
 )
+
+// Output collects what verbs write (CLI.Err: a progress bar, say) while
+// the test reads it from another goroutine.
+type Output = syncbuf.Buffer
 
 // CLI runs a module's `keel` verbs inside the test, through cobra as the
 // keel binary runs them, against an API (an HTTPCaller on ServeAPI): a

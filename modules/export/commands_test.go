@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,24 +19,6 @@ import (
 
 	"github.com/keelwork/keel/module/moduletest"
 )
-
-// syncBuffer is a buffer written by the CLI and read by the test's server.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // holdWriter sends the first after bytes of an answer, flushes them, and
 // holds the rest back until ready says the client has shown them.
@@ -88,7 +68,7 @@ func testCLIDownload[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatal(err)
 	}
 	task = waitState(t, m, task.ID, 4*time.Minute, StateSucceeded)
-	var stderr syncBuffer
+	var stderr moduletest.Output
 	var stalled atomic.Bool
 	api := moduletest.APIHandler(m.Routes(), alice)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -126,7 +106,7 @@ func testCLIDownload[TTx any](t *testing.T, e *tenv[TTx]) {
 		t.Fatalf("no finished bar in %q", stderr.String()[max(0, len(stderr.String())-300):])
 	}
 	// To standard output, the bar on standard error.
-	stderr = syncBuffer{}
+	stderr = moduletest.Output{}
 	out, err = run("exports", "download", id, "-o", "-")
 	if err != nil || stalled.Load() {
 		t.Fatalf("download to stdout: %v (stalled: %v)", err, stalled.Load())
