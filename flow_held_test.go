@@ -156,11 +156,10 @@ func testHeldKeysBeyondOneClaim[TTx any](t *testing.T, d keeldriver.Driver[TTx])
 	if _, err := c.InsertMany(ctx, params); err != nil {
 		t.Fatal(err)
 	}
+	// A job may run twice (its lease ran out on a starved machine and it
+	// was claimed again): what counts is that every key's job ran.
 	seen := map[string]bool{}
-	for range keys {
+	for len(seen) < keys {
 		seen[recv(t, ran)[1]] = true
-	}
-	if len(seen) != keys {
-		t.Fatalf("jobs of %d keys ran, want %d", len(seen), keys)
 	}
 }

@@ -42,6 +42,12 @@ func (c *Client[TTx]) heartbeat(ctx context.Context) {
 		Owner: c.config.ID, IDs: ids, Fences: fences, LeaseDuration: c.config.LeaseDuration,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// The client is stopping: the beat was cut short by the stop,
+			// which is not a failure. The leases run out, or the stop's own
+			// path hands the jobs back.
+			return
+		}
 		// Transient: the next beat retries well before the lease runs out.
 		c.logger.Warn("heartbeat failed", "jobs", len(ids), "error", err)
 		return
