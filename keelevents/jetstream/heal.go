@@ -19,7 +19,7 @@ import (
 // position then reads as 2^64-2, past the end of the stream, and the
 // server never delivers to it again: new events of the partition pile up
 // unseen and only the inbox's lag shows it. It was seen on Debian's 2.9.10
-// in the consumer crash scenarios, about once in eight runs under load.
+// in the consumer crash scenarios, about once in ten runs under load.
 //
 // Against such a server every subscriber checks its consumers every
 // Config.HealEvery; one whose delivered position is past the stream's
