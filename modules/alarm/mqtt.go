@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
@@ -63,27 +64,63 @@ func StartConsumer(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
 		SetCleanSession(false).SetAutoAckDisabled(true).SetOrderMatters(false).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(200 * time.Millisecond).
 		SetMaxReconnectInterval(2 * time.Second).SetKeepAlive(10 * time.Second).SetResumeSubs(true)
+	// The first subscription's answer: StartConsumer returns only once the
+	// broker has granted it. paho runs the connect handler on a goroutine of
+	// its own, so the connect token completes before the SUBSCRIBE is even
+	// sent; a caller told "subscribed" then could publish (or let devices
+	// publish) into a shared subscription that has no member yet, and the
+	// broker drops such messages. Only a grant or a refusal answers; a
+	// subscribe cut short by a lost connection is tried again on reconnect.
+	answered := make(chan error, 1)
+	var once sync.Once
 	opts.SetOnConnectHandler(func(c mqtt.Client) {
 		// Subscribe on every connect: a broker that lost its sessions
 		// (restarted without persistence) gets the subscription again.
 		t := c.Subscribe(filter, 1, handler)
 		go func() {
-			if t.WaitTimeout(10*time.Second) && t.Error() != nil {
-				log.Warn("alarm: subscribe", "err", t.Error())
+			if !t.WaitTimeout(10*time.Second) || t.Error() != nil {
+				log.Warn("alarm: subscribe not answered; tried again on the next connect", "filter", filter, "err", t.Error())
+				return
 			}
+			var err error
+			if st, ok := t.(*mqtt.SubscribeToken); ok {
+				// One filter, one return code (paho keys it by the
+				// filter without its $share/group/ prefix).
+				for _, code := range st.Result() {
+					if code >= 0x80 {
+						err = fmt.Errorf("the broker refused the subscription to %s (return code 0x%02x)", filter, code)
+						log.Error("alarm: subscribe refused", "filter", filter, "code", code)
+					}
+				}
+			}
+			once.Do(func() { answered <- err })
 		}()
 	})
 	opts.SetDefaultPublishHandler(handler)
 	c := mqtt.NewClient(opts)
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
 	t := c.Connect()
-	if !t.WaitTimeout(15 * time.Second) {
+	fail := func(err error) (*Consumer, error) {
 		cancel()
 		c.Disconnect(0)
-		return nil, fmt.Errorf("connecting to %s: timed out", cfg.URL)
+		return nil, err
+	}
+	select {
+	case <-t.Done():
+	case <-deadline.C:
+		return fail(fmt.Errorf("connecting to %s: timed out", cfg.URL))
 	}
 	if t.Error() != nil {
-		cancel()
-		return nil, fmt.Errorf("connecting to %s: %w", cfg.URL, t.Error())
+		return fail(fmt.Errorf("connecting to %s: %w", cfg.URL, t.Error()))
+	}
+	select {
+	case err := <-answered:
+		if err != nil {
+			return fail(err)
+		}
+	case <-deadline.C:
+		return fail(fmt.Errorf("subscribing to %s at %s: no answer in 15s", filter, cfg.URL))
 	}
 	return &Consumer{c: c, cancel: cancel}, nil
 }

@@ -42,6 +42,12 @@ func startMosquitto(t testing.TB) *mosquitto { return startMosquittoInflight(t, 
 
 func startMosquittoInflight(t testing.TB, inflight int) *mosquitto {
 	t.Helper()
+	return startMosquittoConf(t, inflight, "")
+}
+
+// startMosquittoConf starts one with extra configuration lines.
+func startMosquittoConf(t testing.TB, inflight int, extra string) *mosquitto {
+	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
 		bin = "/usr/sbin/mosquitto"
@@ -54,7 +60,7 @@ func startMosquittoInflight(t testing.TB, inflight int) *mosquitto {
 		user = "root"
 	}
 	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location %s/\nmax_queued_messages 0\nmax_inflight_messages %d\nuser %s\nlog_dest file %s/mosquitto.log\n",
-		port, dir, inflight, user, dir)
+		port, dir, inflight, user, dir) + extra
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
