@@ -208,11 +208,32 @@ func (p *producer) aheadLimit(now time.Time) int {
 	return min(max(int(p.startRate*aheadWindow.Seconds()), p.max), cap(p.ahead))
 }
 
-// reserve claims room for a fetch of at least need rows.
+// reserve claims room for a fetch of at least need rows: all of it for a
+// backlog fetch, which should bring as many rows per commit as it can.
 func (p *producer) reserve(need int) (int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r := p.room(); r >= need {
+		p.reserved += r
+		return r, true
+	}
+	return 0, false
+}
+
+// reserveWake claims half the room (at least one row) for a fetch woken by
+// an insert. A wake-up's claim brings the few rows inserted since the last
+// one; had it reserved every free slot, as a backlog fetch does, the
+// other loops woken while it is in flight (its commit waiting for the WAL
+// flush: milliseconds on a quiet disk, hundreds on a stalled one) would
+// find no room and leave their jobs to wait for it and then for one more
+// claim, which is the tail fetchLoops exists to avoid. Halving leaves room
+// for the next loop however many are in flight; a claim that fills its
+// share reports a backlog, and the backlog fetch takes the rest.
+func (p *producer) reserveWake() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.room(); r >= 1 {
+		r = (r + 1) / 2
 		p.reserved += r
 		return r, true
 	}
@@ -281,7 +302,7 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 		if p.stopped() {
 			return 0, false
 		}
-		if want, ok := p.reserve(1); ok {
+		if want, ok := p.reserveWake(); ok {
 			return want, true
 		}
 		p.mu.Lock()

@@ -175,3 +175,26 @@ func TestEveryLaterWaitsOneInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeUpsClaimSideBySide: a claim woken by an insert leaves room for
+// the next wake-up while it is in flight. When the first one reserved
+// every free slot, a job inserted during its commit (a WAL flush away:
+// milliseconds, or hundreds on a stalled disk) waited for it and for one
+// more claim; the loops beside it had nothing to claim with.
+func TestWakeUpsClaimSideBySide(t *testing.T) {
+	p := newProducer[any](nil, "q", 8)
+	var got []int
+	for range fetchLoops {
+		n, ok := p.reserveWake()
+		if !ok {
+			t.Fatalf("wake-up %d found no room beside %v of 8 slots in flight", len(got)+1, got)
+		}
+		got = append(got, n)
+	}
+	if got[0] != 4 || got[1] != 2 {
+		t.Fatalf("wake-up shares %v, want halves of the room (4, 2, ...)", got)
+	}
+	if n, ok := p.reserve(1); ok && p.reserved > 8 {
+		t.Fatalf("reserved %d (+%d) of 8 slots", p.reserved, n)
+	}
+}
