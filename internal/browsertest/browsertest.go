@@ -180,11 +180,20 @@ func (b *Browser) Do(step string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := b.stepCtx()
 	defer cancel()
+	start := time.Now()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		b.failed(step)
 		b.t.Fatalf("%s: %v", step, err)
 	}
+	// A slow step is named: the suite's time on a loaded machine is
+	// spent in steps like these, and the log is where it shows.
+	if d := time.Since(start); d >= slowStep {
+		b.t.Logf("step %q took %.1fs", step, d.Seconds())
+	}
 }
+
+// slowStep is how long a step may take before Do names it in the log.
+const slowStep = 2 * time.Second
 
 // failed logs what the tab shows after step failed: its address and the
 // start of its text, and a screenshot named for the test and step. A step
