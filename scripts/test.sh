@@ -156,6 +156,15 @@ case " ${GOFLAGS:-} " in
 *" -trimpath "*) ;;
 *) export GOFLAGS="-trimpath${GOFLAGS:+ $GOFLAGS}" ;;
 esac
+# -ldflags=-w: test binaries without DWARF. Every run links some seventy
+# race-built test binaries (the build cache keeps compiled packages, not
+# linked tests), and leaving out the debug information cut the largest
+# link (internal/cli, 108 MB) from 8.4 s to 6.6 s. Stack traces and race
+# reports do not use it; a debugger would (set GOFLAGS yourself then).
+case " ${GOFLAGS:-} " in
+*" -ldflags"*) ;;
+*) export GOFLAGS="$GOFLAGS -ldflags=-w" ;;
+esac
 
 # Package patterns among the arguments.
 args=("$@")

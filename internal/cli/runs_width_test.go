@@ -26,7 +26,9 @@ const overflowJS = `JSON.stringify([
 // column is not clipped.
 func TestReleaseRunsPageFits(t *testing.T) {
 	t.Parallel()
-	srv, token, db := startServeWith(t, map[string]string{"demo": "true"})
+	// The reservation module alone: the other demos add nothing to this
+	// page and, beside the rest of the suite, minutes of CPU.
+	srv, token, db := startServeWith(t, map[string]string{"demo": "true", "modules": "reservation"})
 	waitValue(t, db, "a release run", `SELECT id FROM rsv_run ORDER BY id LIMIT 1`, 1)
 	base := srv.URL()
 	br := browsertest.New(t, 2*time.Minute)
