@@ -177,6 +177,13 @@ func (p *producer) loop(ctx context.Context, primary bool) {
 		res := p.fetch(ctx, want, primary)
 		if !p.settle(want, res) {
 			resetTimer(poll, nextPoll(p.client.cfg().FetchPollInterval, res.nextIn))
+		} else if !primary {
+			// Only the primary fetches a backlog, and it may be waiting
+			// for a slot or a wake-up that will not come: a wake-up's
+			// claim that filled its share, or a sweep of the keys to go
+			// on with, found by this loop. The slot signal makes the
+			// primary look at the backlog again.
+			signal(p.slotCh)
 		}
 	}
 }

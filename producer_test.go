@@ -198,3 +198,32 @@ func TestWakeUpsClaimSideBySide(t *testing.T) {
 		t.Fatalf("reserved %d (+%d) of 8 slots", p.reserved, n)
 	}
 }
+
+// TestWakeUpLoopHandsBacklogToPrimary: a wake-up loop whose claim leaves a
+// backlog (here the start of a sweep over keys its listing cut off, with
+// no row claimed, so no job's end will wake anyone) tells the primary,
+// which alone fetches a backlog. Without it the keys after the cut waited
+// for the poll interval: TestHeldKeysBeyondOneClaim timed out once two
+// wake-up claims could run side by side and the second found the first's
+// rows locked.
+func TestWakeUpLoopHandsBacklogToPrimary(t *testing.T) {
+	core := &scriptedCore{config: (&Config{FetchPollInterval: time.Hour}).withDefaults(),
+		metrics: newMetrics(), claims: make(chan chan *claimResult)}
+	p := newProducer[any](nil, "q", 8)
+	p.client = core
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); p.loop(ctx, false) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	(<-core.claims) <- &claimResult{} // the loop's first poll: nothing
+	p.wake()
+	(<-core.claims) <- &claimResult{truncated: true, keys: []string{"k00"}}
+	waitFor(t, func() bool { return len(p.slotCh) == 1 })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.backlog {
+		t.Fatal("the sweep's backlog was not recorded")
+	}
+}
