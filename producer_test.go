@@ -49,17 +49,7 @@ func (s *scriptedCore) claim(ctx context.Context, _, _ string, _, _ int) (*claim
 // primary would count the fetch-ahead buffer as room and fetch anyway); the
 // test plays the primary itself, so the interleaving is exact.
 func TestWakeDuringClaimIsNotLost(t *testing.T) {
-	core := &scriptedCore{config: (&Config{FetchPollInterval: time.Hour}).withDefaults(),
-		metrics: newMetrics(), claims: make(chan chan *claimResult)}
-	p := newProducer[any](nil, "q", 1)
-	p.client = core
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); p.loop(ctx, false) }()
-	defer func() { cancel(); wg.Wait() }()
-
-	(<-core.claims) <- &claimResult{} // the loop's first poll: nothing
+	core, p := startWakeLoop(t, 1)
 	// The primary's claim takes the only slot once the first one settled.
 	var inFlight int
 	waitFor(t, func() bool {
@@ -77,6 +67,23 @@ func TestWakeDuringClaimIsNotLost(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no claim after a wake-up that arrived while every slot was reserved")
 	}
+}
+
+// startWakeLoop runs one wake-up (secondary) loop of a producer of max
+// slots whose claims the test answers, polling hourly, and answers its
+// first poll with nothing; the loop stops when the test ends.
+func startWakeLoop(t *testing.T, max int) (*scriptedCore, *producer) {
+	core := &scriptedCore{config: (&Config{FetchPollInterval: time.Hour}).withDefaults(),
+		metrics: newMetrics(), claims: make(chan chan *claimResult)}
+	p := newProducer[any](nil, "q", max)
+	p.client = core
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); p.loop(ctx, false) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	(<-core.claims) <- &claimResult{} // the loop's first poll: nothing
+	return core, p
 }
 
 func (p *producer) deferred() bool {
@@ -207,17 +214,7 @@ func TestWakeUpsClaimSideBySide(t *testing.T) {
 // wake-up claims could run side by side and the second found the first's
 // rows locked.
 func TestWakeUpLoopHandsBacklogToPrimary(t *testing.T) {
-	core := &scriptedCore{config: (&Config{FetchPollInterval: time.Hour}).withDefaults(),
-		metrics: newMetrics(), claims: make(chan chan *claimResult)}
-	p := newProducer[any](nil, "q", 8)
-	p.client = core
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); p.loop(ctx, false) }()
-	defer func() { cancel(); wg.Wait() }()
-
-	(<-core.claims) <- &claimResult{} // the loop's first poll: nothing
+	core, p := startWakeLoop(t, 8)
 	p.wake()
 	(<-core.claims) <- &claimResult{truncated: true, keys: []string{"k00"}}
 	waitFor(t, func() bool { return len(p.slotCh) == 1 })
