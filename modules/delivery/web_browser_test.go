@@ -414,8 +414,12 @@ func checkTaskAudit[TTx any](t *testing.T, i *inst[TTx], id int64, operator stri
 			var c struct {
 				Unprocessed int64 `json:"unprocessed"`
 			}
-			if err := json.Unmarshal(a.Context, &c); err != nil || c.Unprocessed != unprocessed {
-				t.Errorf("terminate audit context %s, want %d unprocessed", a.Context, unprocessed)
+			// The audit counts the items the terminate itself settled (never
+			// claimed); an item claimed just before it ends unprocessed
+			// afterwards, by its worker's check (BatchTerminate), so the
+			// engine's count read later may be higher, never lower.
+			if err := json.Unmarshal(a.Context, &c); err != nil || c.Unprocessed < 1 || c.Unprocessed > unprocessed {
+				t.Errorf("terminate audit context %s, want 1 to %d unprocessed", a.Context, unprocessed)
 			}
 		}
 	}
