@@ -82,10 +82,13 @@ func TestServeWithModules(t *testing.T) {
 }
 
 // testModuleSettings are the module settings of a test server: an
-// ephemeral CMPP port, and the export's files in the test's own directory
-// (by default they go under ./.keel, which here is the source tree).
+// ephemeral CMPP port, the export's files in the test's own directory
+// (by default they go under ./.keel, which here is the source tree), and
+// 2,000 demo orders rather than 20,000: the demo exports them to CSV and
+// XLSX at start, which under the race detector was minutes of CPU beside
+// the rest of the suite, and no test here needs more than a few rows.
 func testModuleSettings(t testing.TB) string {
-	return "delivery.cmpp_addr=127.0.0.1:0,alarm.embedded_addr=127.0.0.1:0,export.dir=" + t.TempDir()
+	return "delivery.cmpp_addr=127.0.0.1:0,alarm.embedded_addr=127.0.0.1:0,export.demo_rows=2000,export.dir=" + t.TempDir()
 }
 
 // placeholderRequest fills path parameters with values that name nothing,
