@@ -34,6 +34,8 @@ type claimResult struct {
 	// free slots ran out before their turn: the cursor stops before the
 	// first of them, so the next fetch serves them first.
 	starved map[string]bool
+	// startGen is the producer's gen when the fetch began (producer.gen).
+	startGen uint64
 }
 
 // claim fetches up to max jobs of queue, fairly across flow keys: it lists

@@ -83,6 +83,18 @@ type producer struct {
 	// loops never claim more than slots plus buffer can hold.
 	reserved int
 	backlog  bool
+	// gen orders what the loops do: it counts up at every fetch's start
+	// and at every record of a backlog or of a sweep's start. Up to four
+	// fetches are in flight at once and settle in any order, so a fetch
+	// that began before the backlog was recorded (its listing, its claim
+	// racing the claim that found the backlog and skipping its locked
+	// rows) says nothing about it: only a fetch that started after
+	// backlogGen may clear backlog, and only one that started after
+	// sweepGen may end a sweep. Without this a stale, fruitless fetch ended
+	// the sweep another loop had just begun, and keys not listed yet
+	// waited for the poll (TestStaleFetchKeepsBacklog).
+	gen        uint64
+	backlogGen uint64
 	// slotBound: the backlog is of limited keys, which only free slots
 	// serve (see claimResult.slotBound), so the buffer does not count.
 	slotBound bool
@@ -102,10 +114,13 @@ type producer struct {
 	// nothing else would fetch them before the poll interval.
 	deferredWake bool
 	// cursor is the last flow key served; the next fetch starts after it,
-	// so keys take turns.
-	cursor string
-	// sweepFrom is the first key of a sweep that has claimed nothing yet.
+	// so keys take turns. cursorGen is the gen of the fetch that set it.
+	cursor    string
+	cursorGen uint64
+	// sweepFrom is the first key of a sweep that has claimed nothing yet,
+	// begun at sweepGen.
 	sweepFrom string
+	sweepGen  uint64
 	// errRetry is how soon to fetch again after a claim that failed (a
 	// statement timed out on a loaded database, a connection dropped): the
 	// failure says nothing about the backlog, and nothing else may wake
@@ -313,7 +328,7 @@ func (p *producer) waitForTurn(ctx context.Context, poll *time.Timer, primary bo
 			return want, true
 		}
 		p.mu.Lock()
-		p.backlog = true // woken with no room: there is work once room frees
+		p.markBacklog() // woken with no room: there is work once room frees
 		p.deferredWake = p.reserved > 0
 		p.mu.Unlock()
 	}
@@ -367,8 +382,12 @@ func (p *producer) settle(want int, res *claimResult) bool {
 		return false
 	}
 	p.errRetry = 0
-	if res.cursor != "" {
-		p.cursor = res.cursor
+	// The cursor moves only forward: a fetch begun before the one that
+	// last moved it listed from an older cursor, and moving back to where
+	// it stopped made a sweep meet its first key again before it had
+	// listed the keys after them, and end.
+	if res.cursor != "" && res.startGen > p.cursorGen {
+		p.cursor, p.cursorGen = res.cursor, res.startGen
 	}
 	// A slot-bound fetch that claimed nothing waits for a job to end (a
 	// slot, or a key's running count, frees) rather than fetching again at
@@ -389,12 +408,25 @@ func (p *producer) settle(want int, res *claimResult) bool {
 	// fruitless listing that held it look like a finished pass, and the
 	// producer waited for the poll with jobs of a key it had not reached.
 	sweep := p.sweeping(res)
-	p.backlog = len(res.rows) == want || res.more || (res.slotBound && len(res.rows) > 0) || sweep
+	switch {
+	case len(res.rows) == want || res.more || (res.slotBound && len(res.rows) > 0) || sweep:
+		p.markBacklog()
+	case res.startGen > p.backlogGen:
+		p.backlog = false
+	}
 	if p.deferredWake {
 		p.deferredWake = false
 		signal(p.wakeCh)
 	}
 	return p.backlog
+}
+
+// markBacklog records that a backlog exists, as of now (see gen). Caller
+// holds p.mu.
+func (p *producer) markBacklog() {
+	p.backlog = true
+	p.gen++
+	p.backlogGen = p.gen
 }
 
 // sweeping reports whether to fetch again at once because the last fetch
@@ -423,6 +455,13 @@ func (p *producer) sweeping(res *claimResult) bool {
 	}
 	if p.sweepFrom == "" {
 		p.sweepFrom = res.keys[0]
+		p.gen++
+		p.sweepGen = p.gen
+		return true
+	}
+	if res.startGen < p.sweepGen {
+		// Listed before the sweep began, from the cursor of then: its
+		// keys may be the sweep's first ones again, which is no wrap.
 		return true
 	}
 	for _, k := range res.keys {
@@ -460,9 +499,7 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // for them.
 func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResult {
 	m := p.client.metricsOf()
-	p.mu.Lock()
-	cursor := p.cursor
-	p.mu.Unlock()
+	cursor, gen := p.beginFetch()
 	start := time.Now()
 	free := 0
 	if primary {
@@ -480,8 +517,9 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 		if ctx.Err() == nil {
 			p.client.cfg().Logger.Error("claiming jobs", "queue", p.queue, "error", err)
 		}
-		return &claimResult{failed: true}
+		return &claimResult{failed: true, startGen: gen}
 	}
+	res.startGen = gen
 	m.Claimed.WithLabelValues(p.queue).Add(float64(len(res.rows)))
 	if p.stopped() {
 		// A claim that was in flight when the stop began: its jobs go back
@@ -490,7 +528,7 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 		for _, row := range res.rows {
 			p.client.handBack(p.client.register(ctx, row))
 		}
-		return &claimResult{}
+		return &claimResult{startGen: gen}
 	}
 	for _, row := range res.rows {
 		exe := p.client.register(ctx, row)
@@ -502,6 +540,15 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 		}
 	}
 	return res
+}
+
+// beginFetch returns where a fetch's key listing starts and the fetch's
+// place in gen.
+func (p *producer) beginFetch() (cursor string, gen uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	return p.cursor, p.gen
 }
 
 // takeSlot occupies a worker slot if one is free.

@@ -226,3 +226,65 @@ func TestWakeUpLoopHandsBacklogToPrimary(t *testing.T) {
 		t.Fatal("the sweep's backlog was not recorded")
 	}
 }
+
+// TestStaleFetchKeepsBacklog: fetches of several loops settle in any
+// order, and one that began before a backlog or a sweep was recorded
+// cannot end it. Two wake-up claims listed the same first keys; the one
+// settling first found nothing there (the other held the rows) and began a
+// sweep, and the other, listing those keys too, ended it as a pass that
+// wrapped around: the keys after them waited for the poll
+// (TestHeldKeysBeyondOneClaim, 1 run in 40 on a loaded machine).
+func TestStaleFetchKeepsBacklog(t *testing.T) {
+	first := []string{"k00", "k01", "k02", "k03"}
+	t.Run("sweep", func(t *testing.T) {
+		p := newProducer[any](nil, "q", 8)
+		_, a := p.beginFetch()
+		_, b := p.beginFetch()
+		if !p.settle(4, &claimResult{keys: first, truncated: true, startGen: b}) {
+			t.Fatal("a fruitless truncated listing did not begin a sweep")
+		}
+		if !p.settle(4, &claimResult{keys: append(first, "k04"), truncated: true, startGen: a}) {
+			t.Fatal("a fetch begun before the sweep ended it")
+		}
+		// A fetch begun after the sweep, from the cursor it left, goes on;
+		// the one whose listing wraps around to the sweep's first key ends it.
+		_, c := p.beginFetch()
+		if !p.settle(4, &claimResult{keys: []string{"k05", "k06"}, truncated: true, startGen: c}) {
+			t.Fatal("the sweep ended before it wrapped around")
+		}
+		_, d := p.beginFetch()
+		if p.settle(4, &claimResult{keys: []string{"k07", "k00"}, truncated: true, startGen: d}) {
+			t.Fatal("the sweep did not end where it began")
+		}
+	})
+	t.Run("cursor", func(t *testing.T) {
+		// Two fetches began from the start; one that began later moved the
+		// cursor on; the earlier one, settling last, must not move it
+		// back: the next listing would repeat keys, and a sweep would meet
+		// its first key before reaching the keys after them.
+		p := newProducer[any](nil, "q", 8)
+		_, a := p.beginFetch()
+		_, b := p.beginFetch()
+		p.settle(4, &claimResult{keys: []string{"k04", "k05"}, truncated: true, cursor: "k05", startGen: b})
+		p.settle(4, &claimResult{keys: first, truncated: true, cursor: "k03", startGen: a})
+		if cursor, _ := p.beginFetch(); cursor != "k05" {
+			t.Fatalf("cursor %q after a stale fetch settled, want k05", cursor)
+		}
+	})
+	t.Run("backlog", func(t *testing.T) {
+		p := newProducer[any](nil, "q", 8)
+		_, a := p.beginFetch()
+		_, b := p.beginFetch()
+		rows := make([]*keeltype.JobRow, 4)
+		if !p.settle(4, &claimResult{rows: rows, startGen: b}) {
+			t.Fatal("a claim that filled its room left no backlog")
+		}
+		if !p.settle(4, &claimResult{startGen: a}) {
+			t.Fatal("a fetch begun before the backlog was found cleared it")
+		}
+		_, c := p.beginFetch()
+		if p.settle(4, &claimResult{startGen: c}) {
+			t.Fatal("an empty fetch begun after the backlog did not clear it")
+		}
+	})
+}
