@@ -21,9 +21,13 @@ import (
 // for the listeners that have fixed defaults (the delivery module's CMPP
 // gateway, the alarm module's embedded MQTT broker): the package's tests
 // run in parallel, and a taken default port fails a start or is (rightly)
-// a WARN.
+// a WARN. The export demo's order table is 2,000 rows instead of 20,000,
+// as for the test servers (testModuleSettings): building it kept a core
+// busy under -race for work no dev test looks at. A setting of a module
+// that is not running does nothing (TestDevRestartsOnItsData runs the
+// payment module alone with it).
 func devPorts() map[string]string {
-	return map[string]string{"delivery.cmpp_addr": "127.0.0.1:0", "alarm.embedded_addr": "127.0.0.1:0"}
+	return map[string]string{"delivery.cmpp_addr": "127.0.0.1:0", "alarm.embedded_addr": "127.0.0.1:0", "export.demo_rows": "2000"}
 }
 
 // devRun is a `keel dev` a test started.
