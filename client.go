@@ -46,6 +46,9 @@ type Client[TTx any] struct {
 	stopping  bool
 	stopped   chan struct{}
 	cancelAll context.CancelCauseFunc
+	// runCtx is the context of the client's run (Start to Stop): jobs
+	// started on insert run under it, like claimed ones.
+	runCtx context.Context
 	wg        sync.WaitGroup
 }
 
@@ -108,6 +111,7 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	c.cancelAll = cancel
+	c.runCtx = runCtx
 	c.completer = newCompleter(c)
 	c.spawn(func() { c.completer.run() })
 	notif := newNotifier(c)
@@ -324,6 +328,11 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	if err != nil {
 		return nil, err
 	}
+	if committed && len(rows) == 1 && c.config.StartOnInsert {
+		if res, ok, err := c.insertStarted(ctx, exec, rows[0]); ok || err != nil {
+			return res, err
+		}
+	}
 	queues := dueQueues(rows)
 	results, notified, err := c.insertRows(ctx, exec, rows, queues, committed)
 	if err != nil {
@@ -335,6 +344,45 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	}
 	c.inserted(queues, committed, notified)
 	return out, nil
+}
+
+// insertStarted inserts row already claimed and starts it on a free slot
+// of this client (Config.StartOnInsert), when the queue is idle here. ok
+// false with no error: not taken (the caller inserts as usual). An error is
+// the insert's: it is not retried the usual way, since a failed commit may
+// still have stored the job.
+func (c *Client[TTx]) insertStarted(ctx context.Context, exec keeldriver.Executor, row *keeldriver.JobInsertParams) ([]InsertResult, bool, error) {
+	ic, ok := exec.(keeldriver.InsertClaimer)
+	if !ok || row.IdempotencyKey != "" || row.FlowKey != "" || row.BatchID != 0 || row.RunAt != nil {
+		return nil, false, nil
+	}
+	c.mu.Lock()
+	p, runCtx := c.producers[row.Queue], c.runCtx
+	c.mu.Unlock()
+	if p == nil || p.stopped() || !p.idle() || !p.takeSlot() {
+		return nil, false, nil
+	}
+	job, err := ic.JobInsertClaimed(ctx, &keeldriver.JobInsertClaimedParams{Job: row, Owner: c.config.ID,
+		LeaseDuration: c.config.LeaseDuration})
+	if err != nil || job == nil { // nil: the queue is paused
+		p.done()
+		if err != nil {
+			return nil, false, fmt.Errorf("inserting jobs: %w", err)
+		}
+		return nil, false, nil
+	}
+	c.metrics.Claimed.WithLabelValues(row.Queue).Inc()
+	exe := c.register(runCtx, job)
+	if p.stopped() {
+		// The stop began during the insert: the job goes back unstarted,
+		// as a claim in flight does.
+		c.handBack(exe)
+		p.done()
+	} else {
+		p.starts.Add(1)
+		go c.runJobs(p, exe)
+	}
+	return []InsertResult{{Job: job}}, true, nil
 }
 
 // insertRowsOf validates and encodes params; nothing is written when one

@@ -551,6 +551,14 @@ func (p *producer) beginFetch() (cursor string, gen uint64) {
 	return p.cursor, p.gen
 }
 
+// idle reports whether no backlog is known and nothing is fetched ahead:
+// a job inserted now may start at once without passing jobs that wait.
+func (p *producer) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.backlog && len(p.ahead) == 0
+}
+
 // takeSlot occupies a worker slot if one is free.
 func (p *producer) takeSlot() bool {
 	for {

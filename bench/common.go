@@ -48,6 +48,10 @@ type runConfig struct {
 	// InsertMany (every stored job returned) instead of InsertManyFast
 	// (--keel-insert-rows).
 	KeelInsertRows bool
+	// KeelStartOnInsert sets Keel's Config.StartOnInsert
+	// (--keel-start-on-insert): latency runs then start each job on the
+	// inserting client, claimed by its insert.
+	KeelStartOnInsert bool
 }
 
 func (c *runConfig) logger() *slog.Logger {

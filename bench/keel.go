@@ -19,6 +19,8 @@ func runKeel(ctx context.Context, cfg *runConfig) (*Result, error) {
 		Logger:      cfg.Logger,
 		Causes:      cfg.Causes,
 		InsertRows:  cfg.KeelInsertRows,
+
+		StartOnInsert: cfg.KeelStartOnInsert,
 	})
 	if err != nil {
 		return nil, err

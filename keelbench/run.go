@@ -60,6 +60,9 @@ func newClient[TTx any](d keeldriver.Driver[TTx], c *Config, w *counter) (*keel.
 		Workers: ws,
 		Queues:  map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: c.Workers}},
 		Logger:  c.Logger,
+		// Only the latency run inserts one job at a time; drain and
+		// continuous insert in bulk, which never starts on insert.
+		StartOnInsert: c.StartOnInsert,
 	})
 }
 

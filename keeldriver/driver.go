@@ -19,6 +19,7 @@ package keeldriver
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -121,6 +122,41 @@ type Executor interface {
 // insert costs one round trip instead of two.
 type InsertNotifier interface {
 	JobInsertManyNotify(ctx context.Context, params []*JobInsertParams, topic string, queues []string) ([]JobInsertResult, error)
+}
+
+// InsertClaimer is an optional Executor capability: insert one job already
+// claimed by Owner (state running, attempt 1, fence 1, leased for
+// LeaseDuration), in one statement and one commit. The engine uses it to
+// start a job its own process inserts into an idle queue without a second
+// commit for the claim (Config.StartOnInsert). A paused queue takes no
+// claimed insert: the method then inserts nothing and returns a nil row, and
+// the caller inserts the job as usual. A job with an idempotency key, a flow
+// key, a batch or a run time is refused (ErrInvalidArgument): those are
+// decided at claim time.
+type InsertClaimer interface {
+	JobInsertClaimed(ctx context.Context, p *JobInsertClaimedParams) (*keeltype.JobRow, error)
+}
+
+// JobInsertClaimedParams: the job and its claim.
+type JobInsertClaimedParams struct {
+	Job           *JobInsertParams
+	Owner         string
+	LeaseDuration time.Duration
+}
+
+// ValidateClaimedInsert refuses what InsertClaimer may not insert.
+func ValidateClaimedInsert(p *JobInsertClaimedParams) error {
+	switch {
+	case p == nil || p.Job == nil:
+		return fmt.Errorf("%w: no job", keeltype.ErrInvalidArgument)
+	case p.Owner == "":
+		return fmt.Errorf("%w: no owner", keeltype.ErrInvalidArgument)
+	case p.LeaseDuration <= 0:
+		return fmt.Errorf("%w: lease duration %v", keeltype.ErrInvalidArgument, p.LeaseDuration)
+	case p.Job.IdempotencyKey != "" || p.Job.FlowKey != "" || p.Job.BatchID != 0 || p.Job.RunAt != nil:
+		return fmt.Errorf("%w: a claimed insert takes no idempotency key, flow key, batch or run time", keeltype.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // BulkInserter is an optional Executor capability: insert jobs through the

@@ -100,6 +100,7 @@ var cases = []struct {
 	{"CallerTransaction", testCallerTransaction},
 	{"ListenNotify", testListenNotify},
 	{"InsertNotifier", testInsertNotifier},
+	{"InsertClaimed", testInsertClaimed},
 	{"FlowKeysAvailable", testFlowKeysAvailable},
 	{"JobClaimKeys", testJobClaimKeys},
 	{"JobClaimKeysGates", testJobClaimKeysGates},

@@ -196,6 +196,29 @@ func (e *executor) JobClaim(ctx context.Context, p *keeldriver.JobClaimParams) (
 	return jobs, nil
 }
 
+// JobInsertClaimed inserts one job already claimed (keeldriver.InsertClaimer).
+func (e *executor) JobInsertClaimed(ctx context.Context, p *keeldriver.JobInsertClaimedParams) (*keeltype.JobRow, error) {
+	if err := keeldriver.ValidateClaimedInsert(p); err != nil {
+		return nil, fmt.Errorf("keelpgx: inserting a claimed job: %w", err)
+	}
+	j := p.Job
+	rows, err := e.db.Query(ctx, sqlJobInsertClaimed, j.Kind, cmp.Or(j.Queue, defaultQueue), jsonOr(j.Args, "{}"),
+		jsonOr(j.Metadata, "{}"), int16(cmp.Or(j.Priority, defaultPriority)),
+		int32(cmp.Or(j.MaxAttempts, defaultMaxAttempts)), nullText(j.Subject),
+		p.Owner, micros(p.LeaseDuration))
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: inserting a claimed job: %w", err)
+	}
+	jobs, err := jobsOf(rows)
+	if err != nil {
+		return nil, fmt.Errorf("keelpgx: inserting a claimed job: %w", err)
+	}
+	if len(jobs) == 0 {
+		return nil, nil // the queue is paused
+	}
+	return jobs[0], nil
+}
+
 func jobsOf(rows pgx.Rows) ([]*keeltype.JobRow, error) {
 	got, err := scanJobs(rows)
 	if err != nil {

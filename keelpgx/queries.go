@@ -6,6 +6,7 @@ var (
 	sqlJobInsertMany           = queries.Get("JobInsertMany")
 	sqlJobGetByIdempotencyKeys = queries.Get("JobGetByIdempotencyKeys")
 	sqlJobClaim                = queries.Get("JobClaim")
+	sqlJobInsertClaimed        = queries.Get("JobInsertClaimed")
 	sqlJobHeartbeat            = queries.Get("JobHeartbeat")
 	sqlJobFinishMany           = queries.Get("JobFinishMany")
 	sqlJobCurrentFences        = queries.Get("JobCurrentFences")

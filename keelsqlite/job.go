@@ -93,6 +93,38 @@ func insertJob(ctx context.Context, q dbtx, ins *sql.Stmt, p *keeldriver.JobInse
 	return keeldriver.JobInsertResult{Job: job, Duplicate: true}, nil
 }
 
+// JobInsertClaimed inserts one job already claimed (keeldriver.InsertClaimer).
+func (e *executor) JobInsertClaimed(ctx context.Context, p *keeldriver.JobInsertClaimedParams) (*keeltype.JobRow, error) {
+	if err := keeldriver.ValidateClaimedInsert(p); err != nil {
+		return nil, fmt.Errorf("keelsqlite: inserting a claimed job: %w", err)
+	}
+	var job *keeltype.JobRow
+	err := e.write(ctx, "inserting a claimed job", func(q dbtx) error {
+		j, now := p.Job, time.Now()
+		var err error
+		job, err = scanJob(q.QueryRowContext(ctx, queries.Get("JobInsertClaimed"),
+			sql.Named("kind", j.Kind),
+			sql.Named("queue", cmp.Or(j.Queue, "default")),
+			sql.Named("args", jsonOr(j.Args, "{}")),
+			sql.Named("metadata", jsonOr(j.Metadata, "{}")),
+			sql.Named("priority", cmp.Or(j.Priority, 2)),
+			sql.Named("max_attempts", cmp.Or(j.MaxAttempts, 25)),
+			sql.Named("subject", nullString(j.Subject)),
+			sql.Named("owner", p.Owner),
+			sql.Named("lease_expires_at", micros(now.Add(p.LeaseDuration))),
+			sql.Named("now", micros(now)),
+		))
+		if errors.Is(err, sql.ErrNoRows) {
+			job, err = nil, nil // the queue is paused
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
 // JobClaim claims in one UPDATE ... RETURNING; RETURNING order is unspecified
 // in SQLite, so the rows are sorted here.
 func (e *executor) JobClaim(ctx context.Context, p *keeldriver.JobClaimParams) ([]*keeltype.JobRow, error) {

@@ -138,6 +138,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&cfg.InsertRows, "insert-rows", false, "drain/continuous: insert with InsertMany (every stored job returned) instead of InsertManyFast (COPY on PostgreSQL)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile (go tool pprof) to this file: where the engine's own time goes")
 	cmd.Flags().BoolVar(&claimStats, "claim-stats", false, "also print how many claim statements ran and their mean duration")
+	cmd.Flags().BoolVar(&cfg.StartOnInsert, "start-on-insert", false, "set Config.StartOnInsert: a job inserted into an idle queue starts on this client, claimed by its insert (one commit per job instead of two)")
 	cmd.Flags().BoolVar(&causes, "latency-causes", false, "latency: also print the delays split by segment and what the p99 tail was made of (GC pauses, scheduler latency, database wait events)")
 	return cmd
 }

@@ -44,6 +44,19 @@ SELECT i.ord, true, k.*
 FROM input i JOIN keel_job k ON k.kind = i.kind AND k.idempotency_key = i.idempotency_key
 WHERE NOT EXISTS (SELECT 1 FROM inserted x WHERE x.id = i.id);
 
+-- name: JobInsertClaimed
+-- One job inserted already claimed by $8 (keeldriver.InsertClaimer): the
+-- columns a claim sets (JobClaim) are set here, so the insert's commit is
+-- the claim's. A paused queue inserts nothing (no row returned).
+-- $1 kind, $2 queue, $3 args, $4 metadata, $5 priority, $6 max attempts,
+-- $7 subject, $8 owner, $9 lease (µs).
+INSERT INTO keel_job (kind, queue, args, metadata, state, priority, run_at, max_attempts, subject,
+                      attempt, fence, lease_owner, lease_expires_at, attempted_at)
+SELECT $1::text, $2::text, $3::jsonb, $4::jsonb, 'running', $5::smallint, now(), $6::integer, $7::text,
+       1, 1, $8::text, now() + $9::bigint * interval '1 microsecond', now()
+WHERE NOT EXISTS (SELECT 1 FROM keel_queue q WHERE q.name = $2::text AND q.paused_at IS NOT NULL)
+RETURNING *;
+
 -- name: JobGetByIdempotencyKeys
 -- Fallback for keys whose conflicting row committed after JobInsertMany's
 -- snapshot was taken: a new statement sees it.

@@ -15,6 +15,19 @@ RETURNING id, kind, queue, args, metadata, state, priority, run_at, attempt, max
     lease_owner, lease_expires_at, idempotency_key, flow_key, batch_id, subject, wait_reason,
     wait_deadline, needs_check, cancel_requested, result, errors, created_at, attempted_at, finalized_at;
 
+-- name: JobInsertClaimed
+-- One job inserted already claimed by :owner (keeldriver.InsertClaimer):
+-- the columns a claim sets (JobClaim) are set here, so the insert's commit
+-- is the claim's. A paused queue inserts nothing (no row returned).
+INSERT INTO keel_job (kind, queue, args, metadata, state, priority, run_at, max_attempts, subject,
+    attempt, fence, lease_owner, lease_expires_at, attempted_at, created_at)
+SELECT :kind, :queue, json(:args), json(:metadata), 'running', :priority, :now, :max_attempts, :subject,
+    1, 1, :owner, :lease_expires_at, :now, :now
+WHERE NOT EXISTS (SELECT 1 FROM keel_queue q WHERE q.name = :queue AND q.paused_at IS NOT NULL)
+RETURNING id, kind, queue, args, metadata, state, priority, run_at, attempt, max_attempts, fence,
+    lease_owner, lease_expires_at, idempotency_key, flow_key, batch_id, subject, wait_reason,
+    wait_deadline, needs_check, cancel_requested, result, errors, created_at, attempted_at, finalized_at;
+
 -- name: JobGetByIdempotency
 SELECT id, kind, queue, args, metadata, state, priority, run_at, attempt, max_attempts, fence,
     lease_owner, lease_expires_at, idempotency_key, flow_key, batch_id, subject, wait_reason,
