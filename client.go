@@ -49,7 +49,7 @@ type Client[TTx any] struct {
 	// runCtx is the context of the client's run (Start to Stop): jobs
 	// started on insert run under it, like claimed ones.
 	runCtx context.Context
-	wg        sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // NewClient validates config and builds a client. It does not touch the
@@ -353,7 +353,10 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 // still have stored the job.
 func (c *Client[TTx]) insertStarted(ctx context.Context, exec keeldriver.Executor, row *keeldriver.JobInsertParams) ([]InsertResult, bool, error) {
 	ic, ok := exec.(keeldriver.InsertClaimer)
-	if !ok || row.IdempotencyKey != "" || row.FlowKey != "" || row.BatchID != 0 || row.RunAt != nil {
+	params := &keeldriver.JobInsertClaimedParams{Job: row, Owner: c.config.ID, LeaseDuration: c.config.LeaseDuration}
+	// What the driver would refuse (an idempotency key, a flow key, a batch,
+	// a run time: decided at claim time) takes the usual path.
+	if !ok || keeldriver.ValidateClaimedInsert(params) != nil {
 		return nil, false, nil
 	}
 	c.mu.Lock()
@@ -362,8 +365,7 @@ func (c *Client[TTx]) insertStarted(ctx context.Context, exec keeldriver.Executo
 	if p == nil || p.stopped() || !p.idle() || !p.takeSlot() {
 		return nil, false, nil
 	}
-	job, err := ic.JobInsertClaimed(ctx, &keeldriver.JobInsertClaimedParams{Job: row, Owner: c.config.ID,
-		LeaseDuration: c.config.LeaseDuration})
+	job, err := ic.JobInsertClaimed(ctx, params)
 	if err != nil || job == nil { // nil: the queue is paused
 		p.done()
 		if err != nil {

@@ -19,9 +19,9 @@ package keeldriver
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"time"
 
