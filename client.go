@@ -328,7 +328,7 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 	if err != nil {
 		return nil, err
 	}
-	if committed && len(rows) == 1 && c.config.StartOnInsert {
+	if committed && len(rows) == 1 && !c.config.DisableStartOnInsert {
 		if res, ok, err := c.insertStarted(ctx, exec, rows[0]); ok || err != nil {
 			return res, err
 		}
@@ -347,10 +347,10 @@ func (c *Client[TTx]) insertMany(ctx context.Context, exec keeldriver.Executor, 
 }
 
 // insertStarted inserts row already claimed and starts it on a free slot
-// of this client (Config.StartOnInsert), when the queue is idle here. ok
-// false with no error: not taken (the caller inserts as usual). An error is
-// the insert's: it is not retried the usual way, since a failed commit may
-// still have stored the job.
+// of this client (unless Config.DisableStartOnInsert), when the queue is
+// idle here. ok false with no error: not taken (the caller inserts as
+// usual). An error is the insert's: it is not retried the usual way, since
+// a failed commit may still have stored the job.
 func (c *Client[TTx]) insertStarted(ctx context.Context, exec keeldriver.Executor, row *keeldriver.JobInsertParams) ([]InsertResult, bool, error) {
 	ic, ok := exec.(keeldriver.InsertClaimer)
 	params := &keeldriver.JobInsertClaimedParams{Job: row, Owner: c.config.ID, LeaseDuration: c.config.LeaseDuration}

@@ -73,18 +73,21 @@ type Config struct {
 	// FetchPollInterval is the fallback poll when no notification arrives.
 	// Default 1s.
 	FetchPollInterval time.Duration
-	// StartOnInsert starts a job this client inserts (Insert, InsertMany of
-	// one job, outside a caller's transaction) on one of its own free
-	// worker slots, claimed by the insert itself, when its queue is idle
-	// here: no backlog known and nothing fetched ahead. The job is then
-	// stored running, leased and fenced like any claimed job, in the
-	// insert's one commit, where otherwise the insert and the claim each
-	// wait for the database to flush its log (docs/architecture.md). Jobs
-	// with an idempotency key, a flow key, a batch or a run time, and
-	// drivers without keeldriver.InsertClaimer, take the usual path.
-	// Default off: with it, the inserting instance works its own jobs
-	// while it has free slots instead of whichever instance claims first.
-	StartOnInsert bool
+	// DisableStartOnInsert turns off starting on insert. By default a job
+	// this client inserts (Insert, InsertMany of one job, outside a
+	// caller's transaction) into a queue that is idle here (no backlog
+	// known, nothing fetched ahead) takes one of this client's free worker
+	// slots and is inserted already claimed: stored running, leased and
+	// fenced like any claimed job, in the insert's one commit, where
+	// otherwise the insert and the claim each wait for the database to
+	// flush its log (docs/architecture.md). Jobs with an idempotency key, a
+	// flow key, a batch or a run time, queues this client does not work,
+	// and drivers without keeldriver.InsertClaimer take the usual path. The
+	// usual path wakes this process's own fetchers first, so the inserting
+	// instance mostly claims its own jobs either way; set this when jobs
+	// must be inserted available and left to whichever instance claims
+	// first.
+	DisableStartOnInsert bool
 	// CompleterBatchSize flushes completions once this many are pending.
 	// Default 1000.
 	CompleterBatchSize int

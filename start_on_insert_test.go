@@ -29,10 +29,9 @@ func (w *gateWorker) Work(ctx context.Context, job *keel.Job[gateArgs]) error {
 	return nil
 }
 
-// TestStartOnInsert: with Config.StartOnInsert, a job the client inserts
-// into its idle queue comes back from Insert already running under this
-// client's lease (a usual insert returns it available), and its worker
-// starts it; with
+// TestStartOnInsert: by default a job the client inserts into its idle
+// queue comes back from Insert already running under this client's lease
+// (a usual insert returns it available), and its worker starts it; with
 // every slot busy, a paused queue, or an idempotency key it is inserted
 // available and claimed the usual way.
 func TestStartOnInsert(t *testing.T) {
@@ -46,7 +45,6 @@ func testStartOnInsert[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	keel.AddWorker(workers, w)
 	cfg := fastConfig(workers)
 	cfg.ID = "a"
-	cfg.StartOnInsert = true
 	cfg.FetchPollInterval = time.Hour
 	cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 1}}
 	c := startClient(t, d, cfg)
@@ -123,4 +121,39 @@ func testStartOnInsert[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 		t.Fatalf("started %d after resume, want %d", got, paused.Job.ID)
 	}
 	w.release <- struct{}{}
+}
+
+// TestDisableStartOnInsert: with Config.DisableStartOnInsert every insert
+// stores its job available, idle queue or not, and the job is claimed and
+// worked the usual way.
+func TestDisableStartOnInsert(t *testing.T) {
+	both(t, testDisableStartOnInsert[pgx.Tx], testDisableStartOnInsert[*sql.Tx])
+}
+
+func testDisableStartOnInsert[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
+	ctx := context.Background()
+	w := &gateWorker{started: make(chan int64, 10), release: make(chan struct{})}
+	workers := keel.NewWorkers()
+	keel.AddWorker(workers, w)
+	cfg := fastConfig(workers)
+	cfg.DisableStartOnInsert = true
+	cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 1}}
+	c := startClient(t, d, cfg)
+	defer close(w.release)
+	for i := 0; i < 10; i++ {
+		r, err := c.Insert(ctx, gateArgs{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Job.State != keeltype.JobStateAvailable || r.Job.Fence != 0 {
+			t.Fatalf("insert %d returned %s, fence %d; want available, fence 0", i, r.Job.State, r.Job.Fence)
+		}
+		if got := <-w.started; got != r.Job.ID {
+			t.Fatalf("started %d, want %d", got, r.Job.ID)
+		}
+		w.release <- struct{}{}
+		waitFor(t, 30*time.Second, "the job completed", func() bool {
+			return jobState(t, c, r.Job.ID).State == keeltype.JobStateCompleted
+		})
+	}
 }

@@ -48,9 +48,9 @@ type runConfig struct {
 	// InsertMany (every stored job returned) instead of InsertManyFast
 	// (--keel-insert-rows).
 	KeelInsertRows bool
-	// KeelStartOnInsert sets Keel's Config.StartOnInsert
-	// (--keel-start-on-insert): latency runs then start each job on the
-	// inserting client, claimed by its insert.
+	// KeelStartOnInsert is Keel's default (--keel-start-on-insert): latency
+	// runs start each job on the inserting client, claimed by its insert.
+	// False sets Config.DisableStartOnInsert.
 	KeelStartOnInsert bool
 }
 

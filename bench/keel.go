@@ -20,7 +20,7 @@ func runKeel(ctx context.Context, cfg *runConfig) (*Result, error) {
 		Causes:      cfg.Causes,
 		InsertRows:  cfg.KeelInsertRows,
 
-		StartOnInsert: cfg.KeelStartOnInsert,
+		DisableStartOnInsert: !cfg.KeelStartOnInsert,
 	})
 	if err != nil {
 		return nil, err

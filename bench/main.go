@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.River.FetchPollInterval, "river-fetch-poll-interval", riverTuned.FetchPollInterval, "River's FetchPollInterval in the compared runs (River's default is 1s)")
 	fs.StringVar(&o.Only, "only", "", "run just keel or just river (for profiling one side; prints no ratios)")
 	fs.BoolVar(&o.KeelCauses, "keel-causes", false, "latency: after each Keel run, print its delays split by segment (insert, claim wait, claim and start), what the jobs at or above p99 were made of, GC pauses, Go scheduler latency and a sample of the database's wait events")
-	fs.BoolVar(&o.KeelStartOnInsert, "keel-start-on-insert", false, "latency: set Keel's Config.StartOnInsert (a job inserted into an idle queue starts on the inserting client, claimed by its insert: one commit per job instead of two)")
+	fs.BoolVar(&o.KeelStartOnInsert, "keel-start-on-insert", true, "latency: Keel starts a job inserted into an idle queue on the inserting client, claimed by its insert (its default; false sets Config.DisableStartOnInsert: two commits per job)")
 	fs.BoolVar(&o.KeelInsertRows, "keel-insert-rows", false, "drain and continuous: Keel inserts with InsertMany, which returns every stored job, instead of InsertManyFast (COPY, as River's InsertManyFast)")
 	fs.BoolVar(&o.Verbose, "v", false, "log the engines' messages (warnings and up) to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -154,8 +154,8 @@ type modeSummary struct {
 
 func run(ctx context.Context, o *options, out io.Writer) error {
 	keelCfg := "defaults"
-	if o.KeelStartOnInsert {
-		keelCfg = "StartOnInsert"
+	if !o.KeelStartOnInsert {
+		keelCfg = "DisableStartOnInsert"
 	}
 	fmt.Fprintf(out, "peers: %s; workers %d, rounds %d; keel %s; river %s\n", describeDB(ctx, o.DatabaseURL), o.Workers, o.Rounds, keelCfg, o.River)
 	var sums []*modeSummary

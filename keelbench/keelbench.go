@@ -55,9 +55,11 @@ type Config struct {
 	// returns every stored job, instead of InsertManyFast (the bulk path,
 	// COPY on PostgreSQL, which River's InsertManyFast matches).
 	InsertRows bool
-	// StartOnInsert sets keel.Config.StartOnInsert: a job inserted into
-	// an idle queue starts on the inserting client, claimed by its insert.
-	StartOnInsert bool
+	// DisableStartOnInsert sets keel.Config.DisableStartOnInsert: every
+	// job is inserted available and claimed afterwards, two flushed
+	// commits per job (the default starts a job inserted into an idle
+	// queue on the inserting client, claimed by its insert).
+	DisableStartOnInsert bool
 	// Causes, if set, receives a latency run's breakdown of enqueue→start
 	// delays by segment and what the tail was made of (see causes.go).
 	Causes io.Writer

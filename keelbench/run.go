@@ -62,7 +62,7 @@ func newClient[TTx any](d keeldriver.Driver[TTx], c *Config, w *counter) (*keel.
 		Logger:  c.Logger,
 		// Only the latency run inserts one job at a time; drain and
 		// continuous insert in bulk, which never starts on insert.
-		StartOnInsert: c.StartOnInsert,
+		DisableStartOnInsert: c.DisableStartOnInsert,
 	})
 }
 

@@ -91,7 +91,7 @@ func migrateCmd() *cobra.Command {
 
 func benchCmd() *cobra.Command {
 	cfg := &keelbench.Config{}
-	var claimStats, causes bool
+	var claimStats, causes, startOnInsert bool
 	ev := &keelbench.EventsConfig{}
 	var phases, cpuProfile string
 	cmd := &cobra.Command{Use: "bench", Short: "Measure throughput or latency (drain, continuous, latency, events)",
@@ -99,6 +99,7 @@ func benchCmd() *cobra.Command {
 			if cfg.Mode == "events" {
 				return benchEvents(cmd, cfg, ev, phases)
 			}
+			cfg.DisableStartOnInsert = !startOnInsert
 			if claimStats {
 				cfg.ClaimStats = cmd.OutOrStdout()
 			}
@@ -138,7 +139,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&cfg.InsertRows, "insert-rows", false, "drain/continuous: insert with InsertMany (every stored job returned) instead of InsertManyFast (COPY on PostgreSQL)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile (go tool pprof) to this file: where the engine's own time goes")
 	cmd.Flags().BoolVar(&claimStats, "claim-stats", false, "also print how many claim statements ran and their mean duration")
-	cmd.Flags().BoolVar(&cfg.StartOnInsert, "start-on-insert", false, "set Config.StartOnInsert: a job inserted into an idle queue starts on this client, claimed by its insert (one commit per job instead of two)")
+	cmd.Flags().BoolVar(&startOnInsert, "start-on-insert", true, "latency: start a job inserted into an idle queue on this client, claimed by its insert (the engine's default); false sets Config.DisableStartOnInsert: two commits per job")
 	cmd.Flags().BoolVar(&causes, "latency-causes", false, "latency: also print the delays split by segment and what the p99 tail was made of (GC pauses, scheduler latency, database wait events)")
 	return cmd
 }
