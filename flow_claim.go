@@ -48,12 +48,39 @@ type claimResult struct {
 // buffer; free counts only the slots. Limited keys are claimed within free:
 // a job of a limited key must start when it is claimed, or a breaker, an
 // auto-pause or a rate would govern claims but not starts.
-func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max int) (*claimResult, error) {
+//
+// listing, if not nil, is the producer's remembered key listing: reused
+// instead of listing when fresh, and kept or forgotten by what this claim
+// found (keyListing).
+func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max int, listing *keyListing) (*claimResult, error) {
 	fx := flowExec(c.driver.Executor())
 	width := claimWidth(max)
-	keys, err := c.claimableKeys(ctx, fx, queue, cursor, width)
-	if err != nil || len(keys) == 0 {
-		return &claimResult{}, err
+	// listed is every key with backlog when complete, else the first of
+	// them from the cursor on; keys are the ones this claim serves.
+	now := time.Now()
+	listed, listedAt := listing.reuse(now)
+	complete := listed != nil
+	if !complete {
+		listedAt = now
+	}
+	var keys []string
+	if complete {
+		keys = rotateListing(listed, cursor, width)
+	} else {
+		limit := width
+		wide := max >= wideListingRows && listing.wideWorth(listedAt)
+		if wide {
+			limit = keysPerClaimMax
+		}
+		var err error
+		if listed, err = c.claimableKeys(ctx, fx, queue, cursor, limit); err != nil || len(listed) == 0 {
+			return &claimResult{}, err
+		}
+		complete = len(listed) < limit
+		if wide && !complete {
+			listing.wideFailed(listedAt)
+		}
+		keys = listed[:min(width, len(listed))]
 	}
 	limits, err := c.limits.get(ctx)
 	if err != nil {
@@ -62,7 +89,7 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 	if limits, err = c.batchLimitsFresh(ctx, keys, queue, limits); err != nil {
 		return nil, err
 	}
-	res := &claimResult{keys: keys, truncated: len(keys) >= width, cursor: keys[len(keys)-1]}
+	res := &claimResult{keys: keys, truncated: !complete || len(listed) > len(keys), cursor: keys[len(keys)-1]}
 	shares := shareOut(keys, max, func(k string) int { return weightOf(limits.match(k, queue)) })
 	var open, gated []string
 	for _, k := range keys {
@@ -84,10 +111,16 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 			return nil, err
 		}
 	}
+	allFilled := false
 	if len(open) > 0 {
-		if err := c.claimOpen(ctx, fx, queue, open, shares, res); err != nil {
+		if allFilled, err = c.claimOpen(ctx, fx, queue, open, shares, res); err != nil {
 			return nil, err
 		}
+	}
+	if complete && allFilled && len(gated) == 0 && c.config.Queues[queue].FlowKeys == nil {
+		listing.keep(listed, listedAt)
+	} else {
+		listing.forget()
 	}
 	// The listing may hold more keys than the free slots serve (it is sized
 	// by slots plus buffer). Moving the cursor past keys that got nothing
@@ -118,6 +151,15 @@ func (c *Client[TTx]) claimableKeys(ctx context.Context, fx keeldriver.FlowExecu
 		return fx.FlowKeysAvailable(ctx, &keeldriver.FlowKeysAvailableParams{Queue: queue, After: cursor, Limit: limit})
 	}
 	return rotateKeys(held(), cursor, limit), nil
+}
+
+// rotateListing is rotateKeys for a remembered listing: jobs without a
+// key ("") come first, as FlowKeysAvailable lists them.
+func rotateListing(keys []string, cursor string, limit int) []string {
+	if len(keys) > 0 && keys[0] == "" {
+		return append([]string{""}, rotateKeys(keys[1:], cursor, limit-1)...)
+	}
+	return rotateKeys(keys, cursor, limit)
 }
 
 // rotateKeys sorts keys and returns up to limit of them, starting after
@@ -174,7 +216,9 @@ func shareOut(keys []string, budget int, weight func(string) int) map[string]int
 	return shares
 }
 
-func (c *Client[TTx]) claimOpen(ctx context.Context, fx keeldriver.FlowExecutor, queue string, keys []string, shares map[string]int, res *claimResult) error {
+// claimOpen claims the unlimited keys in one statement; all reports
+// whether every key filled its share.
+func (c *Client[TTx]) claimOpen(ctx context.Context, fx keeldriver.FlowExecutor, queue string, keys []string, shares map[string]int, res *claimResult) (all bool, err error) {
 	ns := make([]int, len(keys))
 	for i, k := range keys {
 		ns[i] = shares[k]
@@ -182,24 +226,31 @@ func (c *Client[TTx]) claimOpen(ctx context.Context, fx keeldriver.FlowExecutor,
 	rows, err := fx.JobClaimKeys(ctx, &keeldriver.JobClaimKeysParams{Queue: queue, Owner: c.config.ID,
 		LeaseDuration: c.config.LeaseDuration, Keys: keys, Ns: ns})
 	if err != nil {
-		return fmt.Errorf("claiming: %w", err)
+		return false, fmt.Errorf("claiming: %w", err)
 	}
 	res.rows = append(res.rows, rows...)
-	res.more = res.more || filledShare(rows, keys, ns)
-	return nil
+	some, all := filledShare(rows, keys, ns)
+	res.more = res.more || some
+	return all, nil
 }
 
-func filledShare(rows []*keeltype.JobRow, keys []string, ns []int) bool {
+// filledShare reports whether some key, and whether every key, got its
+// whole share (a key given no share counts as filled: it was not tried,
+// and was listed, so it has backlog).
+func filledShare(rows []*keeltype.JobRow, keys []string, ns []int) (some, all bool) {
 	got := map[string]int{}
 	for _, r := range rows {
 		got[r.FlowKey]++
 	}
+	all = true
 	for i, k := range keys {
 		if got[k] >= ns[i] {
-			return true
+			some = true
+		} else {
+			all = false
 		}
 	}
-	return false
+	return some, all
 }
 
 // claimGated claims limited keys inside one transaction holding their rows:
@@ -254,7 +305,8 @@ func (c *Client[TTx]) claimGated(ctx context.Context, queue string, keys []strin
 			return fmt.Errorf("claiming limited keys: %w", err)
 		}
 		claimed = append(claimed, rows...)
-		res.more = res.more || filledShare(rows, plan.keys, plan.ns)
+		some, _ := filledShare(rows, plan.keys, plan.ns)
+		res.more = res.more || some
 		left -= len(rows)
 		if left <= 0 || len(res.starved) == 0 {
 			break

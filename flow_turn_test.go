@@ -65,7 +65,7 @@ func testGatedSlotsGoInListingOrder[TTx any](t *testing.T, d keeldriver.Driver[T
 		t.Fatal(err)
 	}
 	// The listing after k4 is k5, k6, k0, k1, k2, k3, k4; two slots free.
-	res, err := c.claim(ctx, queue, queue+":k4", 2, len(keys))
+	res, err := c.claim(ctx, queue, queue+":k4", 2, len(keys), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,6 +133,9 @@ type producer struct {
 	startRate  float64
 	rateAt     time.Time
 	rateStarts int64
+	// listing is the last claim's key listing, for the next claim to
+	// reuse while it says nothing new (keyListing).
+	listing keyListing
 }
 
 // clientCore is the part of Client a producer needs; it hides TTx.
@@ -141,7 +144,7 @@ type clientCore interface {
 	register(ctx context.Context, row *keeltype.JobRow) *execution
 	runJobs(p *producer, exe *execution)
 	handBack(exe *execution)
-	claim(ctx context.Context, queue, cursor string, free, max int) (*claimResult, error)
+	claim(ctx context.Context, queue, cursor string, free, max int, listing *keyListing) (*claimResult, error)
 	// limited reports whether any flow limit is configured.
 	limited(ctx context.Context) bool
 	metricsOf() *Metrics
@@ -155,7 +158,12 @@ func newProducer[TTx any](c *Client[TTx], queue string, max int) *producer {
 	}
 }
 
-func (p *producer) wake() { signal(p.wakeCh) }
+// wake asks for a fetch: something may have become claimable, perhaps in
+// a key the remembered listing does not hold.
+func (p *producer) wake() {
+	p.listing.forget()
+	signal(p.wakeCh)
+}
 
 func signal(ch chan struct{}) {
 	select {
@@ -510,7 +518,7 @@ func (p *producer) fetch(ctx context.Context, want int, primary bool) *claimResu
 	// owner that never hears of them until their leases expire. It runs to
 	// its end (bounded by a lease), and what a stop finds claimed goes back.
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.client.cfg().LeaseDuration)
-	res, err := p.client.claim(claimCtx, p.queue, cursor, free, want)
+	res, err := p.client.claim(claimCtx, p.queue, cursor, free, want, &p.listing)
 	cancel()
 	m.ClaimLatency.WithLabelValues(p.queue).Observe(time.Since(start).Seconds())
 	if err != nil {

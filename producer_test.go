@@ -26,7 +26,7 @@ func (s *scriptedCore) register(ctx context.Context, row *keeltype.JobRow) *exec
 	return &execution{row: row, ctx: ctx}
 }
 
-func (s *scriptedCore) claim(ctx context.Context, _, _ string, _, _ int) (*claimResult, error) {
+func (s *scriptedCore) claim(ctx context.Context, _, _ string, _, _ int, _ *keyListing) (*claimResult, error) {
 	reply := make(chan *claimResult)
 	select {
 	case s.claims <- reply:
