@@ -234,7 +234,9 @@ func (c *Client[TTx]) finishStop(ctx context.Context) error {
 // Stopped is closed once the client has fully stopped.
 func (c *Client[TTx]) Stopped() <-chan struct{} { return c.stopped }
 
-// Insert inserts one job.
+// Insert inserts one job. When this client works the job's queue and the
+// queue is idle here, the job is claimed by its insert and comes back
+// running, already handed to a worker (Config.DisableStartOnInsert).
 func (c *Client[TTx]) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
 	res, err := c.InsertMany(ctx, []InsertParams{{Args: args, Opts: opts}})
 	if err != nil {
