@@ -3,8 +3,6 @@ package keel
 import (
 	"context"
 	"database/sql"
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -28,14 +26,7 @@ func TestClaimReusesCompleteListing(t *testing.T) {
 func testClaimReusesCompleteListing[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	ctx := context.Background()
 	const queue = "listq"
-	workers := NewWorkers()
-	AddWorker(workers, turnProbeWorker{})
-	// Not started: the test calls the claim itself, as a producer would.
-	c, err := NewClient(d, &Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Workers: workers,
-		Queues: map[string]QueueConfig{queue: {MaxWorkers: 48}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := claimingClient(t, d, queue, QueueConfig{MaxWorkers: 48})
 	insert := func(key string, n int) {
 		t.Helper()
 		params := make([]InsertParams, n)
@@ -46,24 +37,28 @@ func testClaimReusesCompleteListing[TTx any](t *testing.T, d keeldriver.Driver[T
 			t.Fatal(err)
 		}
 	}
-	keysOf := func(res *claimResult) map[string]int {
+	cursor := ""
+	var l keyListing
+	// claim makes one claim with 48 rows of room (16 keys wide) and counts
+	// the rows it took by key.
+	claim := func() (int, map[string]int) {
+		t.Helper()
+		res, err := c.claim(ctx, queue, cursor, 48, 48, &l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cursor = res.cursor
 		got := map[string]int{}
 		for _, r := range res.rows {
 			got[r.FlowKey]++
 		}
-		return got
+		return len(res.rows), got
 	}
 	insert("a", 40)
 	insert("b", 40)
 	insert("c", 40)
-	var l keyListing
-	// 48 rows of room: 16 keys wide, so the three keys are all the listing
-	// holds, 16 rows each.
-	res, err := c.claim(ctx, queue, "", 48, 48, &l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := keysOf(res); len(res.rows) != 48 || got["a"] != 16 || got["b"] != 16 || got["c"] != 16 {
+	// The three keys are all the listing holds, 16 rows each.
+	if n, got := claim(); n != 48 || got["a"] != 16 || got["b"] != 16 || got["c"] != 16 {
 		t.Fatalf("first claim took %v, want 16 of each key", got)
 	}
 	if kept, _ := l.reuse(time.Now()); !slices.Equal(kept, []string{"a", "b", "c"}) {
@@ -71,30 +66,18 @@ func testClaimReusesCompleteListing[TTx any](t *testing.T, d keeldriver.Driver[T
 	}
 
 	insert("d", 1) // no producer here, so nothing forgets the listing
-	res, err = c.claim(ctx, queue, res.cursor, 48, 48, &l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := keysOf(res); len(res.rows) != 48 || got["d"] != 0 {
+	if n, got := claim(); n != 48 || got["d"] != 0 {
 		t.Fatalf("second claim took %v, want 48 rows of a, b and c from the kept listing", got)
 	}
 	// Each key has 8 rows left: the claim comes back short, which forgets
 	// the listing.
-	res, err = c.claim(ctx, queue, res.cursor, 48, 48, &l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := keysOf(res); len(res.rows) != 24 || got["d"] != 0 {
+	if n, got := claim(); n != 24 || got["d"] != 0 {
 		t.Fatalf("third claim took %v, want the 24 rows left of a, b and c", got)
 	}
 	if kept, _ := l.reuse(time.Now()); kept != nil {
 		t.Fatalf("listing kept %v after keys came back short", kept)
 	}
-	res, err = c.claim(ctx, queue, res.cursor, 48, 48, &l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := keysOf(res); len(res.rows) != 1 || got["d"] != 1 {
+	if n, got := claim(); n != 1 || got["d"] != 1 {
 		t.Fatalf("fourth claim took %v, want d's job from a new listing", got)
 	}
 }

@@ -24,6 +24,20 @@ type turnProbeWorker struct{}
 
 func (turnProbeWorker) Work(context.Context, *Job[turnProbeArgs]) error { return nil }
 
+// claimingClient is a client that works queue with turnProbeWorker, not
+// started: its test calls the claim itself, as a producer would.
+func claimingClient[TTx any](t *testing.T, d keeldriver.Driver[TTx], queue string, qc QueueConfig) *Client[TTx] {
+	t.Helper()
+	workers := NewWorkers()
+	AddWorker(workers, turnProbeWorker{})
+	c, err := NewClient(d, &Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Workers: workers,
+		Queues: map[string]QueueConfig{queue: qc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestGatedSlotsGoInListingOrder: a claim whose key listing wraps around
 // the end of the key order (it starts after the cursor) gives its free
 // slots to the keys right after the cursor, not to the first keys in key
@@ -44,14 +58,7 @@ func testGatedSlotsGoInListingOrder[TTx any](t *testing.T, d keeldriver.Driver[T
 	for k := range 7 {
 		keys = append(keys, fmt.Sprintf("%s:k%d", queue, k))
 	}
-	workers := NewWorkers()
-	AddWorker(workers, turnProbeWorker{})
-	// Not started: the test calls the claim itself, as a producer would.
-	c, err := NewClient(d, &Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Workers: workers,
-		Queues: map[string]QueueConfig{queue: {MaxWorkers: 2, FlowKeys: func() []string { return keys }}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := claimingClient(t, d, queue, QueueConfig{MaxWorkers: 2, FlowKeys: func() []string { return keys }})
 	if _, err := c.FlowLimitSet(ctx, &keeltype.FlowLimit{Pattern: queue + ":*", Queue: queue, MaxRunning: 64}, "test"); err != nil {
 		t.Fatal(err)
 	}

@@ -38,17 +38,27 @@ func TestStartOnInsert(t *testing.T) {
 	both(t, testStartOnInsert[pgx.Tx], testStartOnInsert[*sql.Tx])
 }
 
-func testStartOnInsert[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
-	ctx := context.Background()
+// startGateClient starts a client with one worker slot in the default
+// queue and a gateWorker, after edit has adjusted its config; the worker
+// is released when the test ends.
+func startGateClient[TTx any](t *testing.T, d keeldriver.Driver[TTx], edit func(*keel.Config)) (*keel.Client[TTx], *gateWorker) {
 	w := &gateWorker{started: make(chan int64, 10), release: make(chan struct{})}
 	workers := keel.NewWorkers()
 	keel.AddWorker(workers, w)
 	cfg := fastConfig(workers)
-	cfg.ID = "a"
-	cfg.FetchPollInterval = time.Hour
 	cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 1}}
+	edit(cfg)
 	c := startClient(t, d, cfg)
-	defer close(w.release)
+	t.Cleanup(func() { close(w.release) })
+	return c, w
+}
+
+func testStartOnInsert[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
+	ctx := context.Background()
+	c, w := startGateClient(t, d, func(cfg *keel.Config) {
+		cfg.ID = "a"
+		cfg.FetchPollInterval = time.Hour
+	})
 	// The queue is idle here once the start-up polls have settled (a poll
 	// that found no room records a possible backlog, which the next fetch
 	// clears); until then an insert takes the usual path, and its job is
@@ -132,14 +142,7 @@ func TestDisableStartOnInsert(t *testing.T) {
 
 func testDisableStartOnInsert[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	ctx := context.Background()
-	w := &gateWorker{started: make(chan int64, 10), release: make(chan struct{})}
-	workers := keel.NewWorkers()
-	keel.AddWorker(workers, w)
-	cfg := fastConfig(workers)
-	cfg.DisableStartOnInsert = true
-	cfg.Queues = map[string]keel.QueueConfig{keel.DefaultQueue: {MaxWorkers: 1}}
-	c := startClient(t, d, cfg)
-	defer close(w.release)
+	c, w := startGateClient(t, d, func(cfg *keel.Config) { cfg.DisableStartOnInsert = true })
 	for i := 0; i < 10; i++ {
 		r, err := c.Insert(ctx, gateArgs{}, nil)
 		if err != nil {
