@@ -58,7 +58,7 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 	// listed is every key with backlog when complete, else the first of
 	// them from the cursor on; keys are the ones this claim serves.
 	now := time.Now()
-	listed, listedAt := listing.reuse(now)
+	listed, listedAt, gen := listing.reuse(now)
 	complete := listed != nil
 	if !complete {
 		listedAt = now
@@ -118,7 +118,7 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 		}
 	}
 	if complete && allFilled && len(gated) == 0 && c.config.Queues[queue].FlowKeys == nil {
-		listing.keep(listed, listedAt)
+		listing.keep(listed, listedAt, gen)
 	} else {
 		listing.forget()
 	}

@@ -42,6 +42,10 @@ type keyListing struct {
 	at   time.Time
 	// wideAt is when a wide listing last came back truncated.
 	wideAt time.Time
+	// gen counts forgets: a claim keeps its listing only if none happened
+	// since it began, or a claim that listed before a wake-up could keep
+	// a listing without the key the wake-up announced.
+	gen uint64
 }
 
 // wideWorth reports whether a wide listing may be complete.
@@ -61,30 +65,33 @@ func (l *keyListing) wideFailed(now time.Time) {
 }
 
 // reuse returns the remembered keys and when they were listed if they
-// are fresh, else nil.
-func (l *keyListing) reuse(now time.Time) ([]string, time.Time) {
+// are fresh, else nil; and gen, for keep.
+func (l *keyListing) reuse(now time.Time) ([]string, time.Time, uint64) {
 	if l == nil {
-		return nil, time.Time{}
+		return nil, time.Time{}, 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.keys == nil || now.Sub(l.at) >= keyListingTTL {
 		l.keys = nil
-		return nil, time.Time{}
+		return nil, time.Time{}, l.gen
 	}
-	return l.keys, l.at
+	return l.keys, l.at, l.gen
 }
 
-// keep remembers keys listed at listedAt; a reused listing keeps its
-// first time, so reuse never extends a listing's life.
-func (l *keyListing) keep(keys []string, listedAt time.Time) {
+// keep remembers keys listed at listedAt by a claim that began at gen
+// (from reuse), unless something was forgotten since; a reused listing
+// keeps its first time, so reuse never extends a listing's life.
+func (l *keyListing) keep(keys []string, listedAt time.Time, gen uint64) {
 	if l == nil {
 		return
 	}
 	keys = slices.Sorted(slices.Values(keys))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.keys, l.at = keys, listedAt
+	if gen == l.gen {
+		l.keys, l.at = keys, listedAt
+	}
 }
 
 func (l *keyListing) forget() {
@@ -94,4 +101,5 @@ func (l *keyListing) forget() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keys = nil
+	l.gen++
 }

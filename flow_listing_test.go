@@ -61,7 +61,7 @@ func testClaimReusesCompleteListing[TTx any](t *testing.T, d keeldriver.Driver[T
 	if n, got := claim(); n != 48 || got["a"] != 16 || got["b"] != 16 || got["c"] != 16 {
 		t.Fatalf("first claim took %v, want 16 of each key", got)
 	}
-	if kept, _ := l.reuse(time.Now()); !slices.Equal(kept, []string{"a", "b", "c"}) {
+	if kept, _, _ := l.reuse(time.Now()); !slices.Equal(kept, []string{"a", "b", "c"}) {
 		t.Fatalf("listing kept %v, want [a b c]", kept)
 	}
 
@@ -74,7 +74,7 @@ func testClaimReusesCompleteListing[TTx any](t *testing.T, d keeldriver.Driver[T
 	if n, got := claim(); n != 24 || got["d"] != 0 {
 		t.Fatalf("third claim took %v, want the 24 rows left of a, b and c", got)
 	}
-	if kept, _ := l.reuse(time.Now()); kept != nil {
+	if kept, _, _ := l.reuse(time.Now()); kept != nil {
 		t.Fatalf("listing kept %v after keys came back short", kept)
 	}
 	if n, got := claim(); n != 1 || got["d"] != 1 {
@@ -88,18 +88,26 @@ func TestKeyListingForgets(t *testing.T) {
 	t.Parallel()
 	var l keyListing
 	now := time.Now()
-	l.keep([]string{"b", "", "a"}, now)
-	if kept, at := l.reuse(now.Add(keyListingTTL - time.Millisecond)); !slices.Equal(kept, []string{"", "a", "b"}) || !at.Equal(now) {
+	l.keep([]string{"b", "", "a"}, now, 0)
+	if kept, at, _ := l.reuse(now.Add(keyListingTTL - time.Millisecond)); !slices.Equal(kept, []string{"", "a", "b"}) || !at.Equal(now) {
 		t.Fatalf("reuse within the TTL: %v at %v", kept, at)
 	}
-	if kept, _ := l.reuse(now.Add(keyListingTTL)); kept != nil {
+	if kept, _, _ := l.reuse(now.Add(keyListingTTL)); kept != nil {
 		t.Fatalf("reuse at the TTL: %v", kept)
 	}
 	p := &producer{wakeCh: make(chan struct{}, 1)}
-	p.listing.keep([]string{"a"}, now)
+	p.listing.keep([]string{"a"}, now, 0)
 	p.wake()
-	if kept, _ := p.listing.reuse(now); kept != nil {
+	if kept, _, _ := p.listing.reuse(now); kept != nil {
 		t.Fatalf("reuse after a wake-up: %v", kept)
+	}
+	// A claim that began before a wake-up cannot keep its listing after
+	// it: the listing may lack the key the wake-up announced.
+	_, _, gen := p.listing.reuse(now)
+	p.wake()
+	p.listing.keep([]string{"a"}, now, gen)
+	if kept, _, _ := p.listing.reuse(now); kept != nil {
+		t.Fatalf("a claim from before the wake-up kept %v", kept)
 	}
 	// Jobs without a key stay first whatever the cursor, as listed.
 	if got := rotateListing([]string{"", "a", "b", "c"}, "a", 3); !slices.Equal(got, []string{"", "b", "c"}) {
