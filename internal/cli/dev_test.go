@@ -215,6 +215,11 @@ func TestDevRestartsOnItsData(t *testing.T) {
 	run(func(t *testing.T) { paid(t, 4) })
 	second := run(func(t *testing.T) { paid(t, 8) })
 	for _, l := range strings.Split(second, "\n") {
+		// A callback cut off by the stop (the test stops keel dev as soon
+		// as the payments are paid) is the stop's, not the demo's.
+		if strings.Contains(l, "at stop were cut off") {
+			continue
+		}
 		if strings.Contains(l, "disagrees with the order") || strings.Contains(l, "payment demo") {
 			t.Errorf("second keel dev logged: %s", l)
 		}

@@ -176,7 +176,8 @@ func (m *Module[TTx]) stopDemo() error {
 		// for the database while everything else stops) is cut off, not
 		// waited for and not a failed stop: a channel retries a
 		// notification it got no answer to, and the handler is idempotent.
-		m.Log.Warn("payment demo: callbacks still in flight at stop were cut off; the channel sends them again")
+		// Info, not a warning: nothing failed.
+		m.Log.Info("payment demo: callbacks still in flight at stop were cut off; the channel sends them again")
 		err = m.demo.srv.Close()
 	}
 	return errors.Join(err, m.demo.sim.Close())
