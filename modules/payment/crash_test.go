@@ -248,7 +248,11 @@ func testOutboxCrash[TTx any](t *testing.T, e *tenv[TTx], role string) {
 	if status, reply := send(e.ingress.URL); reply != "success" {
 		t.Fatalf("the retried callback got %d %q", status, reply)
 	}
-	moduletest.WaitFor(t, 30*time.Second, "the ledger entry and the order", func() bool {
+	// The child's own consumers run too (the module subscribes them), and
+	// one may have taken the delivery in the moment between the publish
+	// and the kill: the bus then hands it out again only after its ack
+	// wait, so the bound is that wait plus the usual 30 s.
+	moduletest.WaitFor(t, keelevents.DefaultAckWait+30*time.Second, "the ledger entry and the order", func() bool {
 		o, _ := e.m.Order(ctx, "O"+no)
 		return e.Count(t, "SELECT COUNT(*) FROM pay_journal WHERE payment_no = $1", no) == 1 && o != nil && o.State == OrderPaid
 	})
