@@ -60,13 +60,11 @@ func (c *Client[TTx]) claim(ctx context.Context, queue, cursor string, free, max
 	now := time.Now()
 	listed, listedAt, gen := listing.reuse(now)
 	complete := listed != nil
-	if !complete {
-		listedAt = now
-	}
 	var keys []string
 	if complete {
 		keys = rotateListing(listed, cursor, width)
 	} else {
+		listedAt = now
 		limit := width
 		wide := max >= wideListingRows && listing.wideWorth(listedAt)
 		if wide {
