@@ -51,6 +51,33 @@ func MaxInWindow(times []time.Time, w time.Duration) int {
 	return best
 }
 
+// PacedRate is claims per second over the gaps between consecutive claims
+// that are no longer than stall, and stalls counts the gaps that are. With
+// burst 0 a limiter rightly does not make up for time in which nothing ran
+// (a stalled machine, all keys losing the same second), so a stall is
+// counted, not averaged in: the rate then measures the pacing itself, and a
+// limiter that is slow claim by claim fails it however long the run. A
+// limiter that often misses its token by a poll interval shows as stalls.
+func PacedRate(times []time.Time, stall time.Duration) (rate float64, stalls int) {
+	sorted := append([]time.Time(nil), times...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Before(sorted[j]) })
+	var paced time.Duration
+	var n int
+	for i := 1; i < len(sorted); i++ {
+		gap := sorted[i].Sub(sorted[i-1])
+		if gap > stall {
+			stalls++
+			continue
+		}
+		paced += gap
+		n++
+	}
+	if n == 0 || paced <= 0 {
+		return 0, stalls
+	}
+	return float64(n) / paced.Seconds(), stalls
+}
+
 // AverageRate is claims per second between the first and last claim.
 func AverageRate(times []time.Time) float64 {
 	if len(times) < 2 {
