@@ -21,6 +21,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/keelwork/keel/keelbench"
+	"github.com/keelwork/keel/keelsql"
 )
 
 // The events comparison: Keel's relay (outbox → JetStream, through
@@ -54,7 +55,7 @@ func runKeelRelay(ctx context.Context, c *runConfig, natsURL string) (*Result, e
 func runWatermillRelay(ctx context.Context, c *runConfig, natsURL string) (*Result, error) {
 	tag := randTag()
 	schema := "wm_bench_" + tag
-	admin, err := pgx.Connect(ctx, c.DatabaseURL)
+	admin, err := pgx.Connect(ctx, keelsql.SingleConnURL(c.DatabaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}

@@ -25,6 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+
+	"github.com/keelwork/keel/keelsql"
 )
 
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
@@ -314,7 +316,7 @@ func (s *modeSummary) summary() string {
 // run's dirty pages (and the previous run's dropped schema) are not flushed
 // during the next. It needs superuser or pg_checkpoint; failing is harmless.
 func checkpoint(ctx context.Context, url string) {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgx.Connect(ctx, keelsql.SingleConnURL(url))
 	if err != nil {
 		return
 	}
@@ -325,7 +327,7 @@ func checkpoint(ctx context.Context, url string) {
 // describeDB names the server version and the settings that matter most
 // for a durable queue.
 func describeDB(ctx context.Context, url string) string {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgx.Connect(ctx, keelsql.SingleConnURL(url))
 	if err != nil {
 		return "database unreachable: " + err.Error()
 	}

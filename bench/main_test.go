@@ -17,14 +17,31 @@ func testURL() string {
 	return defaultDatabaseURL
 }
 
-// needDB skips the test under -short, and fails it when the database
-// cannot be reached (scripts/test.sh provides one).
+// testPoolConns caps each pool a test opens. The tests run in parallel,
+// each on schemas of its own, and one run opens a pool per engine (Keel's
+// default is 20 connections): uncapped, six at once on a many-core machine
+// would pass the 100 connections of a default PostgreSQL.
+const testPoolConns = "8"
+
+// needDB skips the test under -short, marks it parallel, and fails it when
+// the database cannot be reached (scripts/test.sh provides one). The URL it
+// returns caps pools at testPoolConns unless it sets pool_max_conns itself,
+// which also keeps the program's single connections (checkpoint, the
+// header, Watermill's schema) honest about pool_ parameters.
 func needDB(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
+	t.Parallel()
 	url := testURL()
+	if !strings.Contains(url, "pool_max_conns") {
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		url += sep + "pool_max_conns=" + testPoolConns
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pool, err := openPool(ctx, url)
@@ -100,6 +117,9 @@ func TestRunPrintsSummary(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	s := out.String()
+	if strings.Contains(s, "database unreachable") {
+		t.Errorf("the header could not describe the database (%s):\n%s", url, s)
+	}
 	for _, want := range []string{"round 1/1 keel  drain: 500 jobs", "round 1/1 river drain: 500 jobs", "peers: drain keel ", "(median of 1)", "river (defaults) ",
 		"| mode | Keel | River (or peer) |", "| drain (jobs/s) | ", "| drain, River defaults (jobs/s) | "} {
 		if !strings.Contains(s, want) {

@@ -185,7 +185,7 @@ type eventsRun struct {
 func eventsPhase(ctx context.Context, c *EventsConfig, f func(*eventsRun) error) error {
 	tag := randHex()
 	schema := "keel_bench_ev_" + tag
-	admin, err := pgx.Connect(ctx, c.DatabaseURL)
+	admin, err := pgx.Connect(ctx, keelsql.SingleConnURL(c.DatabaseURL))
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
