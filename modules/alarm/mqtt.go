@@ -63,7 +63,13 @@ func StartConsumer(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
 	opts := mqtt.NewClientOptions().AddBroker(cfg.URL).SetClientID(cfg.ClientID).
 		SetCleanSession(false).SetAutoAckDisabled(true).SetOrderMatters(false).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(200 * time.Millisecond).
-		SetMaxReconnectInterval(2 * time.Second).SetKeepAlive(10 * time.Second).SetResumeSubs(true)
+		SetMaxReconnectInterval(2 * time.Second).SetKeepAlive(10 * time.Second).
+		// No resumed subscribes: the connect handler below subscribes on
+		// every connect already, and paho, resuming a stored SUBSCRIBE,
+		// gives its message id to a token of its own and completes the
+		// caller's token with no error and no return codes, which read as
+		// granted (seen 3 times in 300 starts against a refusing broker).
+		SetResumeSubs(false)
 	// The first subscription's answer: StartConsumer returns only once the
 	// broker has granted it. paho runs the connect handler on a goroutine of
 	// its own, so the connect token completes before the SUBSCRIBE is even
@@ -85,7 +91,12 @@ func StartConsumer(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
 			var err error
 			if st, ok := t.(*mqtt.SubscribeToken); ok {
 				// One filter, one return code (paho keys it by the
-				// filter without its $share/group/ prefix).
+				// filter without its $share/group/ prefix). No code at
+				// all is no answer, not a grant.
+				if len(st.Result()) == 0 {
+					log.Warn("alarm: subscribe completed without the broker's answer; tried again on the next connect", "filter", filter)
+					return
+				}
 				for _, code := range st.Result() {
 					if code >= 0x80 {
 						err = fmt.Errorf("the broker refused the subscription to %s (return code 0x%02x)", filter, code)
