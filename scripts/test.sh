@@ -12,8 +12,9 @@
 # 2. makes sure a C compiler (for -race) and Debian's chromium (for the console
 #    browser tests; KEEL_TEST_CHROMIUM) are installed;
 # 3. go vet, then (full run) vet and test the separate module in bench/, the
-#    flow limiter tests alone, delivery's requeue tests on SQLite and the
-#    export's full-size memory and crash tests without -race, then
+#    flow limiter tests alone, delivery's requeue tests on SQLite, the
+#    export's full-size memory and crash tests and the SQLite half of the
+#    other modules' two-driver tests without -race, then
 #    go test -race -count=1 -p 3 -timeout 18m on the packages (./... by
 #    default; -p is the core count on machines with more than three);
 # 4. prints a summary and exits non-zero if any step failed.
@@ -188,6 +189,7 @@ fi
 # within milliseconds) run alone first: sharing two cores with the crash
 # test's processes would measure the machine's contention, not the limiter.
 isolated=github.com/keelwork/keel/internal/flowtest
+apart=()
 if (($# == 0)); then
 	step "go test -race -count=1 $isolated (alone)" \
 		go test -race -count=1 -timeout 5m "$isolated"
@@ -214,6 +216,16 @@ if (($# == 0)); then
 	# a tenth of the rows or less (modules/export/race_on_test.go). Both databases; about 45 s.
 	step "go test -count=1 export memory and crash tests at full size (no -race)" \
 		go test -count=1 -timeout 8m -run '^(TestExportMemoryBound|TestExportCrash)$' ./modules/export/
+	# The SQLite half of the modules' two-driver tests, without -race; the
+	# main step leaves it out (KEEL_TEST_SQLITE_APART, internal/testdb/apart.go
+	# says why). Delivery's are the requeue step's; the export's full-size
+	# tests are the step above's.
+	mapfile -t sqlite_pkgs < <(go list ./module/... ./modules/... | grep -v '/modules/delivery')
+	step "go test -count=1 the modules' SQLite runs (no -race)" \
+		env KEEL_TEST_SQLITE_APART=only bash -c 'go test -count=1 -parallel 8 -timeout 10m \
+			-skip "^(TestExportMemoryBound|TestExportCrash)\$" "$@" &&
+			go test -count=1 -timeout 5m -run "^TestAlarmSMSThroughDelivery\$" ./internal/cli' _ "${sqlite_pkgs[@]}"
+	apart=(env KEEL_TEST_SQLITE_APART=skip)
 fi
 # Packages tested at once: go test's default is one per core, but on two
 # cores the suite kept under one core busy on average: its tests mostly wait
@@ -228,7 +240,7 @@ pkgs_at_once=$(nproc 2>/dev/null || echo 2)
 ((pkgs_at_once < 3)) && pkgs_at_once=3
 # The main suite runs last so that its output closes the log.
 step "go test -race -count=1 -p $pkgs_at_once -timeout 18m (${#args[@]} packages)" \
-	go test -race -count=1 -p "$pkgs_at_once" -timeout 18m "${args[@]}"
+	"${apart[@]}" go test -race -count=1 -p "$pkgs_at_once" -timeout 18m "${args[@]}"
 
 print_summary
 ((failed == 0))

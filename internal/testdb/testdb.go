@@ -61,6 +61,7 @@ type probe struct {
 // not, the test fails with instructions, or is skipped under -short.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
+	skipPostgresInSQLiteStep(t)
 	u := os.Getenv(EnvURL)
 	if u == "" {
 		u = DefaultURL

@@ -85,10 +85,27 @@ func Both(t *testing.T, lines func(dialect string) []keelmigrate.Line,
 		t.Parallel()
 		pg(t, Postgres(t, lines))
 	})
+	if SQLiteLeftApart(t) {
+		return
+	}
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		lite(t, SQLite(t, lines))
 	})
+}
+
+// SQLiteLeftApart reports whether a two-driver test leaves its SQLite run
+// to `make test`'s step without the race detector (KEEL_TEST_SQLITE_APART
+// =skip, set for the -race step; see internal/testdb.EnvSQLiteApart), and
+// says so on t. A module's own two-driver helper calls it before its
+// SQLite subtest; Both already does.
+func SQLiteLeftApart(t testing.TB) bool {
+	if testdb.SQLiteApart() != "skip" {
+		return false
+	}
+	t.Helper()
+	t.Logf("sqlite subtest: run by make test without -race (%s=only go test -run '%s/^sqlite$')", testdb.EnvSQLiteApart, t.Name())
+	return true
 }
 
 // With adapts a test that takes a module's own environment W (a struct

@@ -15,6 +15,7 @@ import (
 	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keelsql/sqlfile"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 var chaosSQL = sqlfile.MustLoad(os.DirFS("testdata"), ".")
@@ -55,6 +56,9 @@ func TestChaosDroppedConnectionAndFailedRestore(t *testing.T) {
 			t.Fatalf("the connection was dropped %d times, want 1", kills.Load())
 		}
 	})
+	if moduletest.SQLiteLeftApart(t) {
+		return
+	}
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		testChaos(t, newSQLiteEnv(t), nil)

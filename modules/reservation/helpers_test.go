@@ -52,6 +52,9 @@ func runBoth(t *testing.T, pg func(*testing.T, *env[pgx.Tx]), lite func(*testing
 		t.Parallel()
 		pg(t, newPGEnv(t))
 	})
+	if moduletest.SQLiteLeftApart(t) {
+		return
+	}
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		lite(t, newSQLiteEnv(t))

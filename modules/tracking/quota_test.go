@@ -76,6 +76,9 @@ func TestTrackingQuotaShares(t *testing.T) {
 			t.Logf("the second Keel process completed %d jobs", n)
 		}
 	})
+	if moduletest.SQLiteLeftApart(t) {
+		return
+	}
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(moduletest.SQLite(t, lines))
