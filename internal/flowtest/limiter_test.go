@@ -38,7 +38,7 @@ const (
 
 // TestLimiterAcrossProcesses: 3 processes × 4 fetch loops, 3 keys limited
 // to 10/s with burst 0. In every sliding 1 s window no key exceeds 10 claims,
-// and each key averages at least 9.5/s.
+// and each key is paced at least 9.5/s with at most maxStalls stalls.
 func TestLimiterAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process limiter test runs 10 s")
