@@ -58,6 +58,18 @@ func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 	defer cancel()
 	var flooded atomic.Int64
 	var maxBacklog atomic.Int64
+	// observe keeps the largest backlog seen by any flooder or by the wait
+	// below; a compare-and-swap loop, since a plain load-then-store lets a
+	// smaller sample overwrite a larger one, and the wait's own sample must
+	// count: it is the one that decided the flood had outrun evaluation.
+	observe := func(b int64) {
+		for {
+			cur := maxBacklog.Load()
+			if b <= cur || maxBacklog.CompareAndSwap(cur, b) {
+				return
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < floodDevices; i++ {
 		wg.Add(1)
@@ -78,13 +90,15 @@ func testSevereBypass[TTx any](t *testing.T, e *moduletest.Env[TTx]) {
 				s := Sample{Gateway: "gw1", Device: dev, Metric: "temp", Value: 85 + float64(seq%10), Boot: 1, Seq: seq, DeviceAt: e.Clock.Now()}
 				r.m.Submit(ctx, Topic("gw1", dev), Encode(s), func(error) {})
 				flooded.Add(1)
-				if b := r.m.Pressure().Backlog; b > maxBacklog.Load() {
-					maxBacklog.Store(b)
-				}
+				observe(r.m.Pressure().Backlog)
 			}
 		}()
 	}
-	moduletest.WaitFor(t, 90*time.Second, "an ordinary backlog", func() bool { return r.m.Pressure().Backlog > 200 })
+	moduletest.WaitFor(t, 90*time.Second, "an ordinary backlog", func() bool {
+		b := r.m.Pressure().Backlog
+		observe(b)
+		return b > 200
+	})
 	sentAt := map[string]time.Time{}
 	for i := 0; i < severe; i++ {
 		dev := fmt.Sprintf("s%02d", i)
