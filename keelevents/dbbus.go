@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelwork/keel/keelsql"
@@ -25,7 +27,9 @@ import (
 // The table is the queue: any number of processes may subscribe with the
 // same consumer (FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one
 // writer). A publish wakes the subscribers of this process at once; those
-// of other processes find new deliveries by short adaptive polling.
+// of other processes find new deliveries by short adaptive polling, and a
+// subscriber idle for MaxPoll leaves the polling to the bus's one probe,
+// which asks for all the idle consumers of the process in one statement.
 type DatabaseBus[TTx any] struct {
 	db  keelsql.DB[TTx]
 	d   dialect
@@ -36,6 +40,10 @@ type DatabaseBus[TTx any] struct {
 	closed  bool
 	logger  *slog.Logger
 	ownerID string
+	// probeStop ends the probe loop (probeParked), started with the first
+	// subscriber; probeDone closes when it has ended.
+	probeStop context.CancelFunc
+	probeDone chan struct{}
 }
 
 // DatabaseBusConfig configures a DatabaseBus; the zero value is usable.
@@ -248,14 +256,77 @@ func (b *DatabaseBus[TTx]) Subscribe(ctx context.Context, sub Subscription, h Ha
 		b: b, sub: sub, h: h,
 		owner:   b.ownerID + "/" + sub.Consumer,
 		wakeC:   make(chan struct{}, 1),
+		probed:  make(chan struct{}, 1),
 		cancel:  cancel,
 		done:    make(chan struct{}),
 		handCtx: ctx,
 		slots:   make(chan struct{}, max(b.cfg.MaxInFlight, sub.InFlight)),
 	}
 	b.subs[s] = struct{}{}
+	if b.probeStop == nil {
+		probeCtx, stop := context.WithCancel(context.Background())
+		b.probeStop, b.probeDone = stop, make(chan struct{})
+		go b.probeLoop(probeCtx)
+	}
 	go s.run(loopCtx, ctx)
 	return s, nil
+}
+
+// probeLoop runs probeParked every MaxPoll until ctx ends.
+func (b *DatabaseBus[TTx]) probeLoop(ctx context.Context) {
+	defer close(b.probeDone)
+	t := time.NewTicker(b.cfg.MaxPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.probeParked(ctx)
+		}
+	}
+}
+
+// probeParked asks, in one statement, which consumers of the parked
+// subscribers have a delivery due, and wakes those subscribers. Each idle
+// subscriber used to run its claim every MaxPoll: an idle server with
+// eight consumers ran 80 claims a second to find nothing. The probe keeps
+// the bound, a delivery published by another process (or due again after
+// a backoff or an expired lease) is claimed within MaxPoll, at one
+// statement per MaxPoll for the whole process.
+func (b *DatabaseBus[TTx]) probeParked(ctx context.Context) {
+	b.mu.Lock()
+	var parked []*dbSubscriber[TTx]
+	var names []string
+	for s := range b.subs {
+		if s.parked.Load() {
+			parked = append(parked, s)
+			if !slices.Contains(names, s.sub.Consumer) {
+				names = append(names, s.sub.Consumer)
+			}
+		}
+	}
+	b.mu.Unlock()
+	if len(names) == 0 {
+		return
+	}
+	rows, err := b.db.Query(ctx, b.d.sql("BusDue"), b.d.strings(names), now())
+	due, err := keelsql.CollectRows(rows, err, func(r keelsql.Rows) (string, error) {
+		var name string
+		return name, r.Scan(&name)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		b.logger.Warn("keelevents: bus probe", "err", err)
+		due = names // unknown: every parked subscriber looks for itself
+	}
+	for _, s := range parked {
+		if slices.Contains(due, s.sub.Consumer) {
+			poke(s.probed)
+		}
+	}
 }
 
 // Close implements Bus: it stops every subscriber, letting in-flight
@@ -267,7 +338,12 @@ func (b *DatabaseBus[TTx]) Close() error {
 	for s := range b.subs {
 		subs = append(subs, s)
 	}
+	stop, done := b.probeStop, b.probeDone
 	b.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultAckWait)
 	defer cancel()
 	var errs []error
@@ -289,11 +365,15 @@ func (b *DatabaseBus[TTx]) Prune(ctx context.Context, limit int) (int64, error) 
 
 // dbSubscriber is one Subscribe call's delivery loop.
 type dbSubscriber[TTx any] struct {
-	b       *DatabaseBus[TTx]
-	sub     Subscription
-	h       Handler
-	owner   string
-	wakeC   chan struct{}
+	b     *DatabaseBus[TTx]
+	sub   Subscription
+	h     Handler
+	owner string
+	wakeC chan struct{}
+	// probed is the bus probe's wake; parked says the loop waits for a
+	// wake or a probe only (see run).
+	probed  chan struct{}
+	parked  atomic.Bool
 	cancel  context.CancelFunc
 	done    chan struct{}
 	handCtx context.Context // handlers' context: the one given to Subscribe
@@ -339,13 +419,33 @@ func (s *dbSubscriber[TTx]) run(ctx, parent context.Context) {
 		if n > 0 {
 			poll = s.b.cfg.MinPoll
 		}
+		if n == 0 && err == nil && poll >= s.b.cfg.MaxPoll && len(s.slots) < cap(s.slots) {
+			// Idle at MaxPoll: park. A publish of this process or a
+			// finished handler wakes the loop as before; deliveries from
+			// elsewhere are found by the bus's probe, which wakes only
+			// the consumers that have some due. A wake that finds
+			// nothing (another process claimed them, or the finished
+			// handler's partition has nothing next) parks again; one
+			// that finds deliveries polls from MinPoll, as after any
+			// claim that found some.
+			s.parked.Store(true)
+			select {
+			case <-ctx.Done():
+			case <-s.wakeC:
+			case <-s.probed:
+			}
+			s.parked.Store(false)
+			continue
+		}
 		if len(s.slots) == cap(s.slots) || n == 0 || err != nil {
 			timer.Reset(poll)
 			select {
 			case <-ctx.Done():
 				return
 			case <-s.wakeC:
-				poll = s.b.cfg.MinPoll
+				poll = s.b.cfg.MaxPoll
+			case <-s.probed:
+				poll = s.b.cfg.MaxPoll
 			case <-timer.C:
 				if n == 0 {
 					poll = min(2*poll, s.b.cfg.MaxPoll)

@@ -71,6 +71,18 @@ func (d dialect) ints(v []int) any {
 	return string(b)
 }
 
+// strings passes a list of text: a PostgreSQL array, or JSON.
+func (d dialect) strings(v []string) any {
+	if v == nil {
+		v = []string{}
+	}
+	if d.pg {
+		return v
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func (d dialect) int64s(v []int64) any {
 	if v == nil {
 		v = []int64{}

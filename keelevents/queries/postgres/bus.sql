@@ -52,6 +52,21 @@ WHERE d.consumer = $1 AND d.seq IN (
     ORDER BY seq LIMIT $5 FOR UPDATE SKIP LOCKED)
 RETURNING d.seq, d.attempt;
 
+-- name: BusDue
+-- Which of the consumers $1 have a delivery due at $2: the bus's one probe
+-- for its idle subscribers, the first entry of each consumer's range of
+-- keel_events_bus_delivery_avail_idx (consumer, available_at). Scalar with
+-- ORDER BY and LIMIT 1 so that it stays a probe per consumer and is never
+-- planned as a join over the deliveries. An ordered consumer can be due
+-- and still have nothing to claim (its partition's head leased): that
+-- costs it one empty claim per probe, what its own polling cost before.
+SELECT c.name
+FROM unnest($1::text[]) AS c(name)
+WHERE (SELECT d.available_at FROM keel_events_bus_delivery d
+       WHERE d.consumer = c.name
+       ORDER BY d.available_at
+       LIMIT 1) <= $2::timestamptz;
+
 -- name: BusClaimOrdered
 -- Only the head of each partition is due: a delivery waiting for its
 -- redelivery holds back the later ones of its partition.

@@ -28,6 +28,14 @@ WHERE consumer = ?1 AND seq IN (
     ORDER BY seq LIMIT ?5)
 RETURNING seq, attempt;
 
+-- name: BusDue
+-- Which of the consumers ?1 have a delivery due at ?2: the bus's one probe
+-- for its idle subscribers, the first entry of each consumer's range of
+-- keel_events_bus_delivery_avail_idx (consumer, available_at).
+SELECT c.value
+FROM json_each(?1) AS c
+WHERE (SELECT min(d.available_at) FROM keel_events_bus_delivery d WHERE d.consumer = c.value) <= ?2;
+
 -- name: BusClaimOrdered
 -- Only the head of each partition is due: a delivery waiting for its
 -- redelivery holds back the later ones of its partition.

@@ -28,6 +28,14 @@ WHERE part IN (SELECT value FROM json_each(?1)) AND published_at IS NULL
 ORDER BY seq
 LIMIT ?2;
 
+-- name: OutboxPendingParts
+-- Which of the partitions ?1 have an unpublished event: the idle relay's
+-- one probe for its parked lanes, one probe of
+-- keel_events_outbox_pending_idx (part, seq) per partition.
+SELECT p.value
+FROM json_each(?1) AS p
+WHERE EXISTS (SELECT 1 FROM keel_events_outbox x WHERE x.part = p.value AND x.published_at IS NULL);
+
 -- name: OutboxMark
 -- Fenced: a row is marked only while its partition is held by this relay
 -- (?3) at the fence it holds it with (?4[part]); returns the partition of
