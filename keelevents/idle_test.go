@@ -15,53 +15,54 @@ import (
 	"github.com/keelwork/keel/keelsql"
 )
 
+// counter counts the statements sent through q.
+type counter struct {
+	q keelsql.Querier
+	n *atomic.Int64
+}
+
+func (c counter) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	c.n.Add(1)
+	return c.q.Exec(ctx, q, args...)
+}
+
+func (c counter) Query(ctx context.Context, q string, args ...any) (keelsql.Rows, error) {
+	c.n.Add(1)
+	return c.q.Query(ctx, q, args...)
+}
+
+func (c counter) QueryRow(ctx context.Context, q string, args ...any) keelsql.Row {
+	c.n.Add(1)
+	return c.q.QueryRow(ctx, q, args...)
+}
+
 // countingDB counts the statements sent through it: every Exec, Query and
 // QueryRow, on the handle or in a transaction, and a begin and a commit
 // for each transaction.
 type countingDB[TTx any] struct {
-	keelsql.DB[TTx]
-	n atomic.Int64
+	counter
+	db keelsql.DB[TTx]
 }
 
-func (c *countingDB[TTx]) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	c.n.Add(1)
-	return c.DB.Exec(ctx, q, args...)
+func newCountingDB[TTx any](db keelsql.DB[TTx]) *countingDB[TTx] {
+	return &countingDB[TTx]{counter: counter{q: db, n: new(atomic.Int64)}, db: db}
 }
 
-func (c *countingDB[TTx]) Query(ctx context.Context, q string, args ...any) (keelsql.Rows, error) {
-	c.n.Add(1)
-	return c.DB.Query(ctx, q, args...)
-}
-
-func (c *countingDB[TTx]) QueryRow(ctx context.Context, q string, args ...any) keelsql.Row {
-	c.n.Add(1)
-	return c.DB.QueryRow(ctx, q, args...)
-}
+func (c *countingDB[TTx]) Dialect() string { return c.db.Dialect() }
 
 func (c *countingDB[TTx]) InTx(ctx context.Context, f func(tx keelsql.Tx[TTx]) error) error {
 	c.n.Add(2)
-	return c.DB.InTx(ctx, func(tx keelsql.Tx[TTx]) error { return f(&countingTx[TTx]{Tx: tx, n: &c.n}) })
+	return c.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		return f(countingTx[TTx]{counter: counter{q: tx, n: c.n}, tx: tx})
+	})
 }
 
 type countingTx[TTx any] struct {
-	keelsql.Tx[TTx]
-	n *atomic.Int64
+	counter
+	tx keelsql.Tx[TTx]
 }
 
-func (c *countingTx[TTx]) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	c.n.Add(1)
-	return c.Tx.Exec(ctx, q, args...)
-}
-
-func (c *countingTx[TTx]) Query(ctx context.Context, q string, args ...any) (keelsql.Rows, error) {
-	c.n.Add(1)
-	return c.Tx.Query(ctx, q, args...)
-}
-
-func (c *countingTx[TTx]) QueryRow(ctx context.Context, q string, args ...any) keelsql.Row {
-	c.n.Add(1)
-	return c.Tx.QueryRow(ctx, q, args...)
-}
+func (c countingTx[TTx]) Native() TTx { return c.tx.Native() }
 
 // An idle pipeline, a relay of four lanes and four consumers on the
 // in-database bus, sends the database a probe or two per MaxPoll instead
@@ -78,7 +79,7 @@ func TestIdlePipelineProbes(t *testing.T) {
 
 func testIdlePipelineProbes[TTx any](t *testing.T, env *tenv[TTx]) {
 	ctx := context.Background()
-	db := &countingDB[TTx]{DB: env.db}
+	db := newCountingDB(env.db)
 	bus, err := keelevents.NewDatabaseBus[TTx](db, &keelevents.DatabaseBusConfig{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
