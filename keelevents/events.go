@@ -136,7 +136,11 @@ type Events[TTx any] struct {
 	cancel    context.CancelFunc
 	done      []chan struct{}
 
+	// relayWake is EmitTx's wake, sent before its transaction commits:
+	// lanes poll briefly from MinPoll until the commit shows. relayLook
+	// is a wake after a commit (a notification): lanes look once.
 	relayWake chan struct{}
+	relayLook chan struct{}
 	listening atomic.Bool // the outbox listener is connected
 }
 
@@ -159,7 +163,7 @@ func New[TTx any](db keelsql.DB[TTx], bus Bus, cfg *Config) (*Events[TTx], error
 		return nil, err
 	}
 	return &Events[TTx]{db: db, bus: bus, d: d, cfg: c, m: m, consumers: map[string]*consumer[TTx]{},
-		relayWake: make(chan struct{}, 1)}, nil
+		relayWake: make(chan struct{}, 1), relayLook: make(chan struct{}, 1)}, nil
 }
 
 // Bus returns the bus the relay publishes to.
@@ -291,6 +295,14 @@ func (e *Events[TTx]) Emit(ctx context.Context, ev Event) error {
 func (e *Events[TTx]) kickRelay() {
 	select {
 	case e.relayWake <- struct{}{}:
+	default:
+	}
+}
+
+// lookRelay wakes the relay for what has committed (a notification).
+func (e *Events[TTx]) lookRelay() {
+	select {
+	case e.relayLook <- struct{}{}:
 	default:
 	}
 }

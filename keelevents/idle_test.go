@@ -160,3 +160,58 @@ func testIdlePipelineProbes[TTx any](t *testing.T, env *tenv[TTx]) {
 	eventually(t, "the other bus's message reaching every consumer", all(2))
 	idle("after the published message")
 }
+
+// EmitTx wakes its process's relay before its transaction commits; the
+// woken lanes must keep looking until the commit shows rather than park.
+// MaxPoll is an hour here, so an event that waited for the relay's probe
+// (or for a lane's next poll at MaxPoll) would not arrive within the
+// test. The transaction stays open a while after EmitTx so that the
+// lanes' first looks find nothing. Started without an engine client, the
+// relay has no listener on PostgreSQL either: EmitTx's wake is all there
+// is. (On SQLite a lane's look waits for the writer the transaction
+// holds, so it sees the commit anyway.)
+func TestEmitBeforeCommitIsPublishedWithoutPolling(t *testing.T) {
+	each(t, func(t *testing.T, e *tenv[pgx.Tx]) { testEmitBeforeCommit(t, e) },
+		func(t *testing.T, e *tenv[*sql.Tx]) { testEmitBeforeCommit(t, e) })
+}
+
+func testEmitBeforeCommit[TTx any](t *testing.T, env *tenv[TTx]) {
+	ctx := context.Background()
+	cfg := fastConfig()
+	cfg.MaxPoll = time.Hour
+	cfg.LeaseTTL = time.Hour // no rebalance (which looks at every partition) within the test
+	ev := newEvents(t, env, cfg)
+	var got atomic.Int64
+	err := ev.Consume(keelevents.Consumer[TTx]{Name: "slow-commit", Topics: []string{"slow.>"},
+		Handle: func(context.Context, keelsql.Tx[TTx], *keelevents.Delivery) error {
+			got.Add(1)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := ev.Stop(ctx); err != nil {
+			t.Errorf("stopping events: %v", err)
+		}
+	})
+	for i := range 3 {
+		err := env.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+			if err := ev.EmitTx(ctx, tx, keelevents.Event{Topic: "slow.x", ID: fmt.Sprintf("s-%d", i), Key: "k",
+				Payload: json.RawMessage(`{}`)}); err != nil {
+				return err
+			}
+			time.Sleep(150 * time.Millisecond) // the commit comes after the wake, not a wait for a condition
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("event %d delivered", i), func() bool { return got.Load() == int64(i+1) })
+	}
+}

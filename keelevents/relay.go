@@ -72,9 +72,9 @@ func (r *relay[TTx]) run(ctx context.Context) {
 			r.lane(ctx, i, lanes, wakes[i], probed[i])
 		}()
 	}
-	kick := func() {
-		for _, w := range wakes {
-			poke(w)
+	kick := func(cs []chan struct{}) {
+		for _, c := range cs {
+			poke(c)
 		}
 	}
 	for {
@@ -83,9 +83,11 @@ func (r *relay[TTx]) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			r.rebalance(ctx)
-			kick() // partitions taken over may have a backlog
+			kick(probed) // partitions taken over may have a backlog
 		case <-r.e.relayWake:
-			kick()
+			kick(wakes)
+		case <-r.e.relayLook:
+			kick(probed)
 		case <-probe.C:
 			for _, l := range r.probeParked(ctx, lanes) {
 				poke(probed[l])
@@ -145,12 +147,16 @@ func (r *relay[TTx]) probeParked(ctx context.Context, lanes int) []int {
 // lane publishes its partitions' batches back to back while they have
 // events, then polls from MinPoll doubling to MaxPoll, woken early by an
 // EmitTx or a notification. Once a poll at MaxPoll finds nothing the lane
-// parks: it waits for a wake, or for the relay's probe (probed) to find
-// events of its partitions. A lane woken (by either) that then finds
-// nothing parks again at once: a wake is for every lane, and most have
-// nothing (the events are in another lane's partitions, or another relay
-// took them), so polling on from MinPoll after it, eight polls a lane,
-// was the idle relay's largest cost after the probe replaced its timers.
+// parks: it waits for a wake, or for a look (probed): the relay's probe
+// found events of its partitions, a notification said an event committed,
+// or the lane's partitions changed hands. A wake is EmitTx's, sent before
+// its transaction commits, so the lane polls from MinPoll until the
+// commit shows, as before parking existed. A look follows a commit: a
+// lane that then finds nothing parks again at once. A look is for every
+// lane and most have nothing (the events are in another lane's
+// partitions, or another relay took them); polling on from MinPoll after
+// it, eight polls a lane, was the idle relay's largest cost once the
+// probe replaced the lanes' timers.
 func (r *relay[TTx]) lane(ctx context.Context, lane, lanes int, wake, probed <-chan struct{}) {
 	cfg := &r.e.cfg
 	poll := cfg.MinPoll
@@ -169,6 +175,7 @@ func (r *relay[TTx]) lane(ctx context.Context, lane, lanes int, wake, probed <-c
 			select {
 			case <-ctx.Done():
 			case <-wake:
+				poll = cfg.MinPoll
 			case <-probed:
 			}
 			r.parked[lane].Store(false)
@@ -184,9 +191,8 @@ func (r *relay[TTx]) lane(ctx context.Context, lane, lanes int, wake, probed <-c
 		select {
 		case <-ctx.Done():
 		case <-wake:
-			poll = cfg.MaxPoll
+			poll = cfg.MinPoll
 		case <-probed:
-			poll = cfg.MaxPoll
 		case <-timer.C:
 			poll = min(2*poll, cfg.MaxPoll)
 		}

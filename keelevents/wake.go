@@ -56,11 +56,11 @@ func (e *Events[TTx]) listenOnce(ctx context.Context, d keeldriver.Driver[TTx]) 
 	}
 	e.listening.Store(true)
 	defer e.listening.Store(false)
-	e.kickRelay() // what was emitted before the listener connected
+	e.lookRelay() // what was emitted before the listener connected
 	for {
 		if _, err := l.WaitForNotification(ctx); err != nil {
 			return err
 		}
-		e.kickRelay()
+		e.lookRelay() // sent at commit: the event is there to read
 	}
 }
