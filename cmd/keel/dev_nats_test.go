@@ -110,7 +110,7 @@ func TestServeCarriesEventsOnJetStream(t *testing.T) {
 	d, schema := testdb.OpenPostgres(t, &testdb.Options{Lines: migration.Lines})
 	natsURL := jstest.Embedded(t)
 	env := []string{"KEEL_DATABASE_URL=" + testdb.ServeURL(t, schema), "KEEL_SCHEMA=" + schema, "KEEL_LOG_LEVEL=info",
-		"KEEL_ADDR=127.0.0.1:0", "KEEL_MODULES=", "KEEL_NATS_URL=" + natsURL}
+		"KEEL_ADDR=127.0.0.1:0", "KEEL_MODULES=none", "KEEL_NATS_URL=" + natsURL}
 	p := start(t, env, "serve")
 	p.await(t, regexp.MustCompile(`events on NATS JetStream`), 30*time.Second)
 	p.await(t, listenLine, 30*time.Second)

@@ -43,6 +43,35 @@ func TestResolveServePrecedence(t *testing.T) {
 	}
 }
 
+// TestResolveServeModules: KEEL_MODULES=none runs no module (an empty
+// variable reads as unset, so all), an empty --modules runs none, and an
+// unknown name is refused with the installed ones named.
+func TestResolveServeModules(t *testing.T) {
+	t.Parallel()
+	resolve := func(env map[string]string, flags map[string]string) ([]string, error) {
+		o, err := cli.ResolveServe("", func(k string) string { return env[k] }, flags)
+		if err != nil {
+			return nil, err
+		}
+		return o.Modules, nil
+	}
+	if m, err := resolve(map[string]string{"KEEL_MODULES": "none"}, nil); err != nil || len(m) != 0 {
+		t.Fatalf("KEEL_MODULES=none: %v, %v", m, err)
+	}
+	if m, err := resolve(map[string]string{"KEEL_MODULES": ""}, nil); err != nil || len(m) < 7 {
+		t.Fatalf("KEEL_MODULES empty (unset): %v, %v", m, err)
+	}
+	if m, err := resolve(nil, map[string]string{"modules": ""}); err != nil || len(m) != 0 {
+		t.Fatalf("--modules=: %v, %v", m, err)
+	}
+	if m, err := resolve(nil, map[string]string{"modules": "reservation, delivery"}); err != nil || len(m) != 2 {
+		t.Fatalf("--modules=reservation,delivery: %v, %v", m, err)
+	}
+	if _, err := resolve(map[string]string{"KEEL_MODULES": "reservations"}, nil); err == nil || !strings.Contains(err.Error(), "installed:") {
+		t.Fatalf("unknown module: %v", err)
+	}
+}
+
 // TestLocalAdminVerbs drives the admin verbs against a local SQLite file:
 // tokens, a bulk retry with its progress bar, and the audit trail naming
 // the CLI user.

@@ -65,8 +65,13 @@ func moduleNames() []string {
 // (the default) is every installed module, "" none.
 func parseModules(s string) ([]string, error) {
 	s = strings.TrimSpace(s)
-	if s == "all" {
+	switch s {
+	case "all":
 		return moduleNames(), nil
+	case "none":
+		// An environment variable set to the empty string reads as unset
+		// (the default, all), so "none" is how KEEL_MODULES says none.
+		return nil, nil
 	}
 	var out []string
 	for _, n := range strings.Split(s, ",") {

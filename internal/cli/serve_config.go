@@ -38,7 +38,7 @@ var ServeSettings = []Setting{
 	{"log-level", "KEEL_LOG_LEVEL", "info", "debug, info, warn or error"},
 	natsURLSetting,
 	{"events-retention", "KEEL_EVENTS_RETENTION", "168h", "how long published events keep their payload before the archive keeps only their summary (at least 1h)"},
-	{"modules", "KEEL_MODULES", "all", "business modules to run: all, or a comma-separated list (reservation, delivery); empty for none"},
+	{"modules", "KEEL_MODULES", "all", "business modules to run: all, none, or a comma-separated list (reservation, delivery); an empty --modules also means none"},
 	{"module-settings", "KEEL_MODULE_SETTINGS", "", "module settings, module.key=value,… (each module's guide in docs/ lists its keys)"},
 }
 
