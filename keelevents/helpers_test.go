@@ -77,6 +77,13 @@ func start[TTx any](t *testing.T, env *tenv[TTx], ev *keelevents.Events[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startWith(t, ev, client)
+}
+
+// startWith starts ev with client (nil: no engine client, so no outbox
+// listener on PostgreSQL) and stops it when t ends.
+func startWith[TTx any](t *testing.T, ev *keelevents.Events[TTx], client *keel.Client[TTx]) {
+	t.Helper()
 	if err := ev.Start(context.Background(), client); err != nil {
 		t.Fatal(err)
 	}

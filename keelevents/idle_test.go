@@ -190,16 +190,7 @@ func testEmitBeforeCommit[TTx any](t *testing.T, env *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ev.Start(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := ev.Stop(ctx); err != nil {
-			t.Errorf("stopping events: %v", err)
-		}
-	})
+	startWith(t, ev, nil)
 	for i := range 3 {
 		err := env.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
 			if err := ev.EmitTx(ctx, tx, keelevents.Event{Topic: "slow.x", ID: fmt.Sprintf("s-%d", i), Key: "k",
