@@ -417,28 +417,29 @@ func testSharedConsumer(t *testing.T, b keelevents.Bus) {
 	consumer := "c-" + token(t)
 	rec := newRecorder()
 	// Two instances of one durable consumer; each records who it is.
-	// Instance one holds every delivery it gets until instance two has had
-	// one: with one saturated, the rest of the backlog must reach the other.
-	// (Left to timing, a loaded machine that kept two's goroutine off the
-	// CPU for the few tens of milliseconds one needs for all 100 failed it.)
+	// Each instance holds every delivery it gets until the other has had
+	// one: whichever claims first saturates (its in-flight limit is below
+	// the backlog), so the rest of the backlog must reach the other.
+	// Left to timing, either can do all 100 on a loaded machine: the one
+	// whose goroutine runs first claims, finishes and claims again before
+	// the other is scheduled. Holding only one of them (an earlier form)
+	// still failed that way when the unheld one got there first.
 	var mu sync.Mutex
 	by := map[string]int{}
-	twoWorks := make(chan struct{})
-	var twoOnce sync.Once
+	works := map[string]chan struct{}{"one": make(chan struct{}), "two": make(chan struct{})}
+	once := map[string]*sync.Once{"one": new(sync.Once), "two": new(sync.Once)}
+	other := map[string]string{"one": "two", "two": "one"}
 	for _, name := range []string{"one", "two"} {
 		h := rec.handler(nil, 5*time.Millisecond)
 		subscribe(t, b, keelevents.Subscription{Consumer: consumer, Topics: []string{topic}}, func(ctx context.Context, d *keelevents.Delivery) error {
 			mu.Lock()
 			by[name]++
 			mu.Unlock()
-			if name == "two" {
-				twoOnce.Do(func() { close(twoWorks) })
-			} else {
-				select {
-				case <-twoWorks:
-				case <-time.After(10 * time.Second):
-				case <-ctx.Done():
-				}
+			once[name].Do(func() { close(works[name]) })
+			select {
+			case <-works[other[name]]:
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
 			}
 			return h(ctx, d)
 		})
