@@ -30,9 +30,9 @@ func TestFailedClaimRetried(t *testing.T) {
 func testFailedClaimRetried[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	ctx := context.Background()
 	const queue, total = "retry", 3
-	var n atomic.Int64
+	ran := &runLog{}
 	workers := keel.NewWorkers()
-	keel.AddWorker(workers, countWorker{&n})
+	keel.AddWorker(workers, idWorker{ran})
 	ins := startClient(t, d, &keel.Config{})
 	var params []keel.InsertParams
 	for range total {
@@ -49,7 +49,7 @@ func testFailedClaimRetried[TTx any](t *testing.T, d keeldriver.Driver[TTx]) {
 	startClient[TTx](t, fd, cfg)
 	waitFor(t, 30*time.Second, "claims to fail", func() bool { return fd.failed.Load() >= 2 })
 	fd.failing.Store(false)
-	waitFor(t, 30*time.Second, "the jobs to start once claims succeed again", func() bool { return n.Load() == total })
+	waitFor(t, 30*time.Second, "the jobs to start once claims succeed again", func() bool { return ran.jobs() == total })
 }
 
 // failingClaims is a driver whose claims fail while failing is set, the
