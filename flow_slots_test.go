@@ -22,7 +22,6 @@ type countArgs struct{}
 
 func (countArgs) Kind() string { return "test.count" }
 
-
 // TestLimitedKeysRefetchWhenSlotsFree: jobs of limited keys are claimed
 // only into free worker slots, so a backlog they leave behind must be
 // fetched when slots free, not at the next poll. With an hourly poll, the
