@@ -1,8 +1,8 @@
 // Package browsertest drives Debian's Chromium through chromedp for the
 // console tests of the server and of every module: it finds the browser,
 // starts it headless with the flags a closed network needs, collects the
-// page's console errors and saves screenshots into the repository's
-// git-ignored testdata/screenshots/.
+// page's console errors and, when KEEL_TEST_SCREENSHOTS is set, saves
+// screenshots into the repository's git-ignored testdata/screenshots/.
 package browsertest
 
 import (
@@ -18,6 +18,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 )
+
+// Screenshots reports whether Shot saves its screenshots
+// (KEEL_TEST_SCREENSHOTS set to anything but the empty string).
+func Screenshots() bool { return os.Getenv("KEEL_TEST_SCREENSHOTS") != "" }
 
 // ScreenshotDir is where screenshots go: testdata/screenshots/ at the
 // repository root (git-ignored).
@@ -284,8 +288,17 @@ func (b *Browser) MustSee(step, sel string, want ...string) {
 // post's redirect still laying out) has no size yet, so the shot is retried
 // for up to 5 s, and a shot that still cannot be taken is logged rather than
 // failing the step whose conditions already held.
+//
+// Shots are taken only when KEEL_TEST_SCREENSHOTS is set (make test leaves
+// it unset): nothing asserts on them, and a full-page PNG of each page was
+// about 40% of a browser test's time under -race (TestServeWithModules'
+// walk of 48 pages: 18 s with shots, 11 s without). A failed step's shot
+// (failed) is always taken: it is what tells a reader why.
 func (b *Browser) Shot(name string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if !Screenshots() {
+			return nil
+		}
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			buf, err := chromedp.FullScreenshot(100)(ctx, tg)

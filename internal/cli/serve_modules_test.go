@@ -154,16 +154,24 @@ func visitNav(t *testing.T, base, token string) []string {
 	return links
 }
 
-// navLinks reads the href of every link inside the header's <nav>.
+// navLinks reads the href of every link inside the header's <nav>, each
+// once, in the order of first appearance.
 func navLinks(page string) []string {
 	i := strings.Index(page, "<nav>")
 	j := strings.Index(page, "</nav>")
 	if i < 0 || j < i {
 		return nil
 	}
+	// The overview and each module's home appear more than once (the
+	// bar and its groups); a page is opened once.
 	var out []string
+	seen := map[string]bool{}
 	for _, part := range strings.Split(page[i:j], `href="`)[1:] {
-		out = append(out, part[:strings.Index(part, `"`)])
+		l := part[:strings.Index(part, `"`)]
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
 	}
 	return out
 }
