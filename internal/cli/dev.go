@@ -67,7 +67,15 @@ func Dev(ctx context.Context, o *DevOpts) error {
 		if err != nil {
 			return err
 		}
-		defer ns.Shutdown()
+		// The broker stops last, after serve's "stopped in": JetStream
+		// writes each consumer's state to disk as it stops, which took
+		// about 2 s of a dev stop, silent until this line said so.
+		defer func() {
+			start := time.Now()
+			ns.Shutdown()
+			fmt.Fprintf(o.Out, "keel dev: embedded NATS stopped in %s (its streams and consumers written to disk)\n",
+				time.Since(start).Round(10*time.Millisecond))
+		}()
 		so.NATSURL = ns.URL()
 		return devServe(ctx, "sqlite:"+path, so, o)
 	})
