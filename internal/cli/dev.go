@@ -67,9 +67,9 @@ func Dev(ctx context.Context, o *DevOpts) error {
 		if err != nil {
 			return err
 		}
-		// The broker stops last, after serve's "stopped in": JetStream
-		// writes each consumer's state to disk as it stops, which took
-		// about 2 s of a dev stop, silent until this line said so.
+		// The broker stops last, after serve's "stopped in". JetStream
+		// writes each consumer's state to disk as it stops (a second or
+		// two here), so the wait is named rather than left silent.
 		defer func() {
 			start := time.Now()
 			ns.Shutdown()
