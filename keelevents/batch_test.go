@@ -179,3 +179,116 @@ func testInboxBatch[TTx any](t *testing.T, env *tenv[TTx]) {
 		t.Fatalf("a republished event was applied again: ledger %d, audit %d", effects("ledger"), effects("audit"))
 	}
 }
+
+// TestInboxBatchPartial: a batch handler that sends each event to a
+// counterpart and reports which sends failed (BatchErrors). The
+// counterpart is what is counted: every good event reaches it once, never
+// again because a neighbour in its batch failed; a flaky event is
+// redelivered alone until it goes through (its effect once); a poison
+// event reaches it once per attempt and then goes to manual with no
+// effect.
+func TestInboxBatchPartial(t *testing.T) {
+	each(t, testInboxBatchPartial[pgx.Tx], testInboxBatchPartial[*sql.Tx])
+}
+
+func testInboxBatchPartial[TTx any](t *testing.T, env *tenv[TTx]) {
+	effectTable(t, env)
+	ev := newEvents(t, env, nil)
+	var mu sync.Mutex
+	sent := map[string]int{} // what the counterpart received, by event id
+	var sizes []int
+	gated := false
+	if err := ev.Consume(keelevents.Consumer[TTx]{Name: "sender", Topics: []string{"notice.due"}, MaxAttempts: 3,
+		Backoff: []time.Duration{10 * time.Millisecond}, Batch: 50,
+		HandleBatch: func(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
+			mu.Lock()
+			first := !gated
+			gated = true
+			sizes = append(sizes, len(ds))
+			mu.Unlock()
+			if first {
+				// Hold the first transaction until others queue behind
+				// it, so that the next one is a real batch.
+				deadline := time.Now().Add(30 * time.Second)
+				for keelevents.Queued(ev, "sender") < 2 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			errs := make(keelevents.BatchErrors, len(ds))
+			for i, d := range ds {
+				mu.Lock()
+				sent[d.ID]++
+				mu.Unlock()
+				// The counterpart refuses the poison event always and
+				// the flaky one on its first two attempts.
+				if d.ID == "n-poison" || (d.ID == "n-flaky" && d.Attempt < 3) {
+					errs[i] = fmt.Errorf("counterpart busy (attempt %d)", d.Attempt)
+					continue
+				}
+				if _, err := tx.Exec(ctx, insertEffect(env.driver), "sender", d.ID, d.Key); err != nil {
+					return err
+				}
+			}
+			return errs
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, env, ev)
+	const n = 80
+	ctx := context.Background()
+	err := env.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		for i := range n {
+			id := fmt.Sprintf("n-%d", i)
+			switch i {
+			case n / 3:
+				id = "n-poison"
+			case 2 * n / 3:
+				id = "n-flaky"
+			}
+			e := keelevents.Event{Topic: "notice.due", ID: id, Key: fmt.Sprintf("u-%d", i), Payload: json.RawMessage(`{}`)}
+			if err := ev.EmitTx(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	effects := func() int { return count(t, env, "SELECT count(*) FROM t_effect WHERE consumer = 'sender'") }
+	eventually(t, "every event but the poison one applied", func() bool { return effects() == n-1 })
+	eventually(t, "the poison event in manual", func() bool {
+		m, err := ev.ListManual(ctx, keelevents.ListParams{Consumer: "sender", State: "manual"})
+		return err == nil && len(m) == 1
+	})
+	m, _ := ev.ListManual(ctx, keelevents.ListParams{Consumer: "sender"})
+	if m[0].Message.ID != "n-poison" || m[0].Attempts != 3 {
+		t.Fatalf("manual: %+v", m[0])
+	}
+	if got := count(t, env, "SELECT count(*) FROM t_effect WHERE event_id = 'n-poison'"); got != 0 {
+		t.Fatalf("the poison event has %d effects", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	biggest := 0
+	for _, s := range sizes {
+		biggest = max(biggest, s)
+	}
+	if biggest < 2 {
+		t.Fatalf("no batch held more than one delivery: %v", sizes)
+	}
+	var again []string
+	for id, k := range sent {
+		want := 1
+		if id == "n-poison" || id == "n-flaky" {
+			want = 3
+		}
+		if k != want {
+			again = append(again, fmt.Sprintf("%s×%d", id, k))
+		}
+	}
+	if len(again) > 0 || len(sent) != n {
+		t.Fatalf("the counterpart received %d distinct events, and these a wrong number of times (want 1, or 3 for the failing two): %v",
+			len(sent), again)
+	}
+}

@@ -41,7 +41,8 @@ type Consumer[TTx any] struct {
 	// Batch (default DefaultBatch). An error rolls the whole batch back and
 	// its events are then handled one per transaction, HandleBatch called
 	// with one delivery each, so a failing event is isolated and the others
-	// commit.
+	// commit. A handler that can tell which of its events failed returns
+	// BatchErrors instead: the others commit without being handled again.
 	HandleBatch func(ctx context.Context, tx keelsql.Tx[TTx], ds []*Delivery) error
 	// Batch lets up to Batch deliveries share one transaction: deliveries
 	// that arrive while this consumer's previous transaction commits are
@@ -67,6 +68,46 @@ type Consumer[TTx any] struct {
 	// acknowledgement) per key and event. 0 or 1: one in flight per
 	// partition.
 	Window int
+}
+
+// BatchErrors is what HandleBatch returns when it can tell which of its
+// deliveries failed: one entry per delivery, in the order given, nil for
+// each one applied. The applied ones commit with the transaction and are
+// acknowledged; each failed one's inbox row is taken back in the same
+// transaction and the delivery is answered with its error, so the bus
+// redelivers it after its backoff (or it goes to manual past MaxAttempts),
+// as if it had failed alone. What the handler wrote in tx for a failed
+// delivery commits too: it must write nothing for one it reports failed.
+//
+// It lets a handler whose effect leaves the transaction (a message sent to
+// a counterpart) isolate one failure without the others being handled, and
+// so sent, again. A statement that fails in tx still fails the whole
+// transaction (PostgreSQL refuses the rest of it), and then every event is
+// handled again alone. An ordered consumer with a Window treats BatchErrors
+// as a failure of the whole batch: a later event of a failed event's
+// partition must not commit before it.
+type BatchErrors []error
+
+func (b BatchErrors) Error() string {
+	n := 0
+	var first error
+	for _, err := range b {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			n++
+		}
+	}
+	if first == nil {
+		return "keelevents: no delivery of the batch failed"
+	}
+	return fmt.Sprintf("keelevents: %d of %d deliveries failed, first: %v", n, len(b), first)
+}
+
+// failed says whether any entry is an error.
+func (b BatchErrors) failed() bool {
+	return slices.ContainsFunc(b, func(err error) bool { return err != nil })
 }
 
 // DefaultBatch is Consumer.Batch's default with HandleBatch.
@@ -210,7 +251,14 @@ func (c *consumer[TTx]) handleOne(ctx context.Context, d *Delivery) error {
 		}
 		return nil
 	}
-	e.m.failures.WithLabelValues(c.Name).Inc()
+	return c.failed(ctx, d, digest, err)
+}
+
+// failed answers a delivery whose handling failed with err: err itself,
+// for the bus to redeliver, or, past the attempt budget, nil once the
+// event is recorded as manual.
+func (c *consumer[TTx]) failed(ctx context.Context, d *Delivery, digest string, err error) error {
+	c.e.m.failures.WithLabelValues(c.Name).Inc()
 	if d.Attempt < c.MaxAttempts || ctx.Err() != nil {
 		return err
 	}
@@ -281,7 +329,20 @@ func (c *consumer[TTx]) apply(ctx context.Context, tx keelsql.Tx[TTx], ds []*Del
 		}
 	}()
 	if c.HandleBatch != nil {
-		return c.HandleBatch(ctx, tx, ds)
+		err := c.HandleBatch(ctx, tx, ds)
+		var be BatchErrors
+		if !errors.As(err, &be) {
+			return err
+		}
+		switch {
+		case len(be) != len(ds):
+			return fmt.Errorf("keelevents: consumer %s: HandleBatch returned %d errors for %d deliveries", c.Name, len(be), len(ds))
+		case !be.failed():
+			return nil
+		case len(ds) == 1:
+			return be[0]
+		}
+		return be
 	}
 	for _, d := range ds {
 		if err := c.Handle(ctx, tx, d); err != nil {
@@ -395,7 +456,12 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 		first = append(first, w)
 	}
 	outs := make([]outcome, len(first))
+	// partial holds, when the handler reported some deliveries failed
+	// (BatchErrors), each new delivery's error; their inbox rows are taken
+	// back before the commit.
+	var partial map[*waiting]error
 	err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
+		partial = nil
 		rows, err := tx.Query(ctx, e.d.sql("InboxInsertMany"), e.d.inboxRows(c.Name, first, now())...)
 		ins, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (tid, error) {
 			var k tid
@@ -409,10 +475,12 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 			inserted[k] = true
 		}
 		fresh := make([]*Delivery, 0, len(first))
+		freshW := make([]*waiting, 0, len(first))
 		for i, w := range first {
 			if inserted[tid{w.d.Topic, w.d.ID}] {
 				outs[i] = applied
 				fresh = append(fresh, w.d)
+				freshW = append(freshW, w)
 				continue
 			}
 			if outs[i], err = c.seen(ctx, tx, w.d, w.digest); err != nil {
@@ -422,7 +490,22 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 		if len(fresh) == 0 {
 			return nil
 		}
-		return c.apply(ctx, tx, fresh)
+		err = c.apply(ctx, tx, fresh)
+		var be BatchErrors
+		if held != nil || !errors.As(err, &be) || len(be) != len(fresh) {
+			return err
+		}
+		partial = make(map[*waiting]error)
+		for i, w := range freshW {
+			if be[i] == nil {
+				continue
+			}
+			partial[w] = be[i]
+			if _, err := tx.Exec(ctx, e.d.sql("InboxForget"), c.Name, w.d.Topic, w.d.ID); err != nil {
+				return fmt.Errorf("taking back the inbox row of failed event %s/%s: %w", w.d.Topic, w.d.ID, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -433,6 +516,10 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 	} else {
 		var nApplied, nDup int
 		for i, w := range first {
+			if ferr, ok := partial[w]; ok {
+				w.done <- c.failed(ctx, w.d, w.digest, ferr)
+				continue
+			}
 			switch outs[i] {
 			case applied:
 				nApplied++

@@ -67,11 +67,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // hook is a webhook receiver: the real protocol over loopback. It fails
-// the first failFirst deliveries with 503.
+// the first failFirst deliveries with 503, and those of a user in
+// failUser (set before the first delivery) that user's number of times.
 type hook struct {
 	mu        sync.Mutex
 	failFirst int
+	failUser  map[string]int
 	calls     int
+	refused   int
 	got       []Message
 	keys      []string
 }
@@ -88,6 +91,12 @@ func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var msg Message
 	if err := json.Unmarshal(body, &msg); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if h.failUser[msg.UserID] > 0 {
+		h.failUser[msg.UserID]--
+		h.refused++
+		http.Error(w, "busy", http.StatusServiceUnavailable)
 		return
 	}
 	h.got = append(h.got, msg)

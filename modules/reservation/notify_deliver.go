@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/keelwork/keel"
@@ -54,55 +56,113 @@ func (m *Module[TTx]) workNotify(ctx context.Context, job *keel.Job[NotifyArgs])
 }
 
 // notifierConsumer delivers notification events. It runs in the inbox
-// transaction, so the notice's final state commits with the inbox row
-// (one effect per event id). A notice describes its reservation at one
-// version; when the reservation has moved on (checked in, cancelled,
-// moved, restored) it is skipped instead, which is how a reminder is
-// dropped after check-in and replaced after a move. The send happens before
-// that commit: a notifier killed after sending and before committing sends
-// again on redelivery with the same Message.Key, which the counterpart
-// uses to drop the repeat (Channel's contract). A failed send rolls back
-// and is redelivered with the consumer's backoff; a rejection is final
-// (failed); past notifyMaxAttempts the event is manual, replayable from
-// the events console. Failures never touch the reservation.
+// transaction, so a notice's final state commits with its inbox row (one
+// effect per event id). A notice describes its reservation at one version;
+// when the reservation has moved on (checked in, cancelled, moved,
+// restored) it is skipped instead, which is how a reminder is dropped after
+// check-in and replaced after a move. The send happens before that commit:
+// a notifier killed after sending and before committing sends again on
+// redelivery with the same Message.Key, which the counterpart uses to drop
+// the repeat (Channel's contract). A failed send is redelivered with the
+// consumer's backoff; a rejection is final (failed); past
+// notifyMaxAttempts the event is manual, replayable from the events
+// console. Failures never touch the reservation.
+//
+// The notices that arrive together share one transaction (a release
+// scan's hand over is thousands at once): a commit per notice made the
+// notifier, not the release, the cost of a large scan. Their sends run
+// side by side, as they did one per delivery, and a failed send is
+// reported for its notice alone (keelevents.BatchErrors), so the others of
+// its batch commit and are not sent again.
 func (m *Module[TTx]) notifierConsumer() keelevents.Consumer[TTx] {
 	return keelevents.Consumer[TTx]{
 		Name: NotifierConsumer, Topics: []string{NotificationTopic}, MaxAttempts: notifyMaxAttempts,
-		Backoff: m.opt.notifyBackoff,
-		Handle: func(ctx context.Context, tx keelsql.Tx[TTx], d *keelevents.Delivery) error {
+		Backoff: m.opt.notifyBackoff, Batch: notifyBatch,
+		HandleBatch: func(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
 			m.bind(ctx)
-			var body notificationBody
-			if err := json.Unmarshal(d.Payload, &body); err != nil || body.Notification <= 0 {
-				return fmt.Errorf("notification event %s: no notification id", d.ID)
-			}
-			return m.deliver(ctx, tx, body.Notification, d.Attempt)
+			return m.deliver(ctx, tx, ds)
 		},
 	}
 }
 
-func (m *Module[TTx]) deliver(ctx context.Context, tx keelsql.Tx[TTx], id int64, attempt int) error {
-	n, err := m.notificationGet(ctx, tx, id)
-	if errors.Is(err, keeltype.ErrNotFound) || (err == nil && n.State != "pending") {
-		return nil // pruned or already finished
+// notifyBatch bounds the notices of one notifier transaction and
+// notifySendsAtOnce the sends in flight within it (the in-database bus's
+// default of handler calls in flight, which is how many ran at once when
+// each notice had its own transaction).
+const (
+	notifyBatch       = 100
+	notifySendsAtOnce = 32
+)
+
+// deliver handles a batch of notification events in tx: reads each
+// notice, skips the stale ones, sends the rest side by side and records
+// each outcome. A send's failure is its event's alone; a failed statement
+// fails the batch, whose events are then handled again one by one.
+func (m *Module[TTx]) deliver(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
+	errs := make(keelevents.BatchErrors, len(ds))
+	type sending struct {
+		i   int
+		n   *pendingNotification
+		err error
 	}
-	if err != nil {
-		return err
+	var out []*sending
+	for i, d := range ds {
+		var body notificationBody
+		if err := json.Unmarshal(d.Payload, &body); err != nil || body.Notification <= 0 {
+			errs[i] = fmt.Errorf("notification event %s: no notification id", d.ID)
+			continue
+		}
+		n, err := m.notificationGet(ctx, tx, body.Notification)
+		if errors.Is(err, keeltype.ErrNotFound) || (err == nil && n.State != "pending") {
+			continue // pruned or already finished
+		}
+		if err != nil {
+			return err
+		}
+		if n.Reservation != 0 && n.resVersion != n.Version {
+			why := fmt.Sprintf("reservation is now %s (version %d)", n.resState, n.resVersion)
+			if err := m.finishNotification(ctx, tx, n, "skipped", 0, why); err != nil {
+				return err
+			}
+			continue
+		}
+		out = append(out, &sending{i: i, n: n})
 	}
-	if n.Reservation != 0 && n.resVersion != n.Version {
-		return m.finishNotification(ctx, tx, n, "skipped", 0, fmt.Sprintf("reservation is now %s (version %d)", n.resState, n.resVersion))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, notifySendsAtOnce)
+	for _, s := range out {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.err = m.opt.channel.Send(ctx, m.message(s.n))
+		})
 	}
-	if err := m.opt.channel.Send(ctx, m.message(n)); err != nil {
-		m.met.notifications.WithLabelValues(n.Kind, "failed").Inc()
-		if errors.Is(err, ErrRejected) {
-			msg := err.Error()
+	wg.Wait()
+	for _, s := range out {
+		n, attempt := s.n, ds[s.i].Attempt
+		var err error
+		switch {
+		case s.err == nil:
+			err = m.finishNotification(ctx, tx, n, "sent", attempt, "")
+		case errors.Is(s.err, ErrRejected):
+			m.met.notifications.WithLabelValues(n.Kind, "failed").Inc()
+			msg := s.err.Error()
 			if len(msg) > maxErrorText {
 				msg = msg[:maxErrorText]
 			}
-			return m.finishNotification(ctx, tx, n, "failed", attempt, msg)
+			err = m.finishNotification(ctx, tx, n, "failed", attempt, msg)
+		default:
+			m.met.notifications.WithLabelValues(n.Kind, "failed").Inc()
+			errs[s.i] = fmt.Errorf("delivering notification %d: %w", n.ID, s.err)
 		}
-		return fmt.Errorf("delivering notification %d: %w", n.ID, err)
+		if err != nil {
+			return err
+		}
 	}
-	return m.finishNotification(ctx, tx, n, "sent", attempt, "")
+	if slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		return errs
+	}
+	return nil
 }
 
 func (m *Module[TTx]) finishNotification(ctx context.Context, tx keelsql.Tx[TTx], n *pendingNotification, state string, attempts int, why string) error {

@@ -119,6 +119,65 @@ func testNoticesOnce[TTx any](t *testing.T, e *env[TTx]) {
 	noDrift(t, m)
 }
 
+func TestNoticeThatFailsIsRetriedAlone(t *testing.T) {
+	runBoth(t, testNoticeFailsAlone[pgx.Tx], testNoticeFailsAlone[*sql.Tx])
+}
+
+// From the receiver's side: forty reservations released at one release
+// point hand their notices to the notifier together, which sends them in
+// shared transactions. The receiver refuses one user's notice twice: that
+// notice is retried alone until it goes through, and every other notice,
+// including the ones that shared its transaction, arrives exactly once.
+func testNoticeFailsAlone[TTx any](t *testing.T, e *env[TTx]) {
+	ctx := context.Background()
+	h, webhook := newHook(t, 0)
+	h.failUser = map[string]int{"u7": 2}
+	m := e.working(t, WithChannel(webhook), WithNotifyBackoff(10*time.Millisecond))
+	eventually(t, "the start-up scan", func() bool {
+		runs, err := m.Runs(ctx, "scan", 0, 1)
+		return err == nil && len(runs) > 0
+	})
+	const n = 40
+	s := defaultSettings()
+	s.GraceMinutes, s.ReminderMinutes = 0, 0
+	if _, err := m.CreateCategory(ctx, "hall", s, "test fixture"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.CreateResource(ctx, "hall", "H-01", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(2 * time.Second)
+	slot, err := m.CreateSlot(ctx, res.ID, start, start.Add(time.Hour), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		paid(t, m, slot.ID, fmt.Sprintf("u%d", i))
+	}
+	eventually(t, "every notice at the receiver", func() bool { return len(h.messages()) >= n })
+	byUser := map[string]int{}
+	for _, msg := range h.messages() {
+		if msg.Kind != kindRelease {
+			t.Fatalf("unexpected %s notice for %s", msg.Kind, msg.UserID)
+		}
+		byUser[msg.UserID]++
+	}
+	var wrong []string
+	for i := range n {
+		if u := fmt.Sprintf("u%d", i); byUser[u] != 1 {
+			wrong = append(wrong, fmt.Sprintf("%s×%d", u, byUser[u]))
+		}
+	}
+	h.mu.Lock()
+	refused := h.refused
+	h.mu.Unlock()
+	if len(wrong) > 0 || len(byUser) != n || refused != 2 {
+		t.Fatalf("the receiver took %d notices from %d users, refused %d (want 2); users not received exactly once: %v",
+			len(h.messages()), len(byUser), refused, wrong)
+	}
+}
+
 func mustNotes[TTx any](t *testing.T, m *Module[TTx], ids ...int64) []Notification {
 	t.Helper()
 	var all []Notification

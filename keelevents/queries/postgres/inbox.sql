@@ -109,3 +109,9 @@ FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[
          AS u(topic, event_id, digest, event_key, payload, attempts)
 ON CONFLICT (consumer, topic, event_id) DO NOTHING
 RETURNING topic, event_id;
+
+-- name: InboxForget
+-- Takes back, inside the batch's transaction, the inbox row of a delivery
+-- its handler reported failed (BatchErrors): the row was written by this
+-- transaction's InboxInsertMany, and without it the redelivery is applied.
+DELETE FROM keel_events_inbox WHERE consumer = $1 AND topic = $2 AND event_id = $3 AND state = 'applied';

@@ -109,3 +109,9 @@ SELECT ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value -
 FROM json_each(?2) AS j WHERE true
 ON CONFLICT (consumer, topic, event_id) DO NOTHING
 RETURNING topic, event_id;
+
+-- name: InboxForget
+-- Takes back, inside the batch's transaction, the inbox row of a delivery
+-- its handler reported failed (BatchErrors): the row was written by this
+-- transaction's InboxInsertMany, and without it the redelivery is applied.
+DELETE FROM keel_events_inbox WHERE consumer = ?1 AND topic = ?2 AND event_id = ?3 AND state = 'applied';
