@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -37,25 +38,11 @@ func testInboxBatch[TTx any](t *testing.T, env *tenv[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var sizes []int
-	gated := false
+	gate := &batchGate[TTx]{ev: ev, consumer: "ledger"}
 	if err := ev.Consume(keelevents.Consumer[TTx]{Name: "ledger", Topics: []string{"pay.done"}, MaxAttempts: 2,
 		Backoff: []time.Duration{10 * time.Millisecond}, Batch: 50,
 		HandleBatch: func(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
-			mu.Lock()
-			first := !gated
-			gated = true
-			sizes = append(sizes, len(ds))
-			mu.Unlock()
-			if first {
-				// Hold the first transaction until other deliveries
-				// queue behind it, so the next one is a real batch.
-				deadline := time.Now().Add(30 * time.Second)
-				for keelevents.Queued(ev, "ledger") < 2 && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
-			}
+			gate.enter(len(ds))
 			for _, d := range ds {
 				if d.ID == "p-poison" {
 					return errors.New("no such account")
@@ -111,15 +98,7 @@ func testInboxBatch[TTx any](t *testing.T, env *tenv[TTx]) {
 	if m[0].Message.ID != "p-poison" || m[0].Attempts != 2 {
 		t.Fatalf("manual: %+v", m[0])
 	}
-	mu.Lock()
-	biggest := 0
-	for _, s := range sizes {
-		biggest = max(biggest, s)
-	}
-	mu.Unlock()
-	if biggest < 2 {
-		t.Fatalf("no batch held more than one delivery: %v", sizes)
-	}
+	gate.check(t)
 
 	// Republish ten of them in one bus publish, so they arrive together:
 	// nine with their payload (absorbed), one with another (quarantined).
@@ -196,24 +175,11 @@ func testInboxBatchPartial[TTx any](t *testing.T, env *tenv[TTx]) {
 	ev := newEvents(t, env, nil)
 	var mu sync.Mutex
 	sent := map[string]int{} // what the counterpart received, by event id
-	var sizes []int
-	gated := false
+	gate := &batchGate[TTx]{ev: ev, consumer: "sender"}
 	if err := ev.Consume(keelevents.Consumer[TTx]{Name: "sender", Topics: []string{"notice.due"}, MaxAttempts: 3,
 		Backoff: []time.Duration{10 * time.Millisecond}, Batch: 50,
 		HandleBatch: func(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
-			mu.Lock()
-			first := !gated
-			gated = true
-			sizes = append(sizes, len(ds))
-			mu.Unlock()
-			if first {
-				// Hold the first transaction until others queue behind
-				// it, so that the next one is a real batch.
-				deadline := time.Now().Add(30 * time.Second)
-				for keelevents.Queued(ev, "sender") < 2 && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
-			}
+			gate.enter(len(ds))
 			errs := make(keelevents.BatchErrors, len(ds))
 			for i, d := range ds {
 				mu.Lock()
@@ -268,15 +234,9 @@ func testInboxBatchPartial[TTx any](t *testing.T, env *tenv[TTx]) {
 	if got := count(t, env, "SELECT count(*) FROM t_effect WHERE event_id = 'n-poison'"); got != 0 {
 		t.Fatalf("the poison event has %d effects", got)
 	}
+	gate.check(t)
 	mu.Lock()
 	defer mu.Unlock()
-	biggest := 0
-	for _, s := range sizes {
-		biggest = max(biggest, s)
-	}
-	if biggest < 2 {
-		t.Fatalf("no batch held more than one delivery: %v", sizes)
-	}
 	var again []string
 	for id, k := range sent {
 		want := 1
@@ -290,5 +250,40 @@ func testInboxBatchPartial[TTx any](t *testing.T, env *tenv[TTx]) {
 	if len(again) > 0 || len(sent) != n {
 		t.Fatalf("the counterpart received %d distinct events, and these a wrong number of times (want 1, or 3 for the failing two): %v",
 			len(sent), again)
+	}
+}
+
+// batchGate holds a batching consumer's first transaction until other
+// deliveries queue behind it, so that the next one is a real batch, and
+// records every batch's size.
+type batchGate[TTx any] struct {
+	ev       *keelevents.Events[TTx]
+	consumer string
+	mu       sync.Mutex
+	sizes    []int
+}
+
+// enter is called by the handler with its batch's size.
+func (g *batchGate[TTx]) enter(n int) {
+	g.mu.Lock()
+	first := g.sizes == nil
+	g.sizes = append(g.sizes, n)
+	g.mu.Unlock()
+	if !first {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for keelevents.Queued(g.ev, g.consumer) < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// check fails t unless some batch held more than one delivery.
+func (g *batchGate[TTx]) check(t *testing.T) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if slices.Max(append([]int{0}, g.sizes...)) < 2 {
+		t.Fatalf("no batch held more than one delivery: %v", g.sizes)
 	}
 }
