@@ -134,6 +134,14 @@ func (m *Module[TTx]) deliver(ctx context.Context, tx keelsql.Tx[TTx], ds []*kee
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
+			// A channel that panics fails its notice, as it did when the
+			// send ran on the consumer's own goroutine (keelevents turns a
+			// handler's panic into an error); here it would end the process.
+			defer func() {
+				if r := recover(); r != nil {
+					s.err = fmt.Errorf("channel %s panicked: %v", m.opt.channel.Name(), r)
+				}
+			}()
 			s.err = m.opt.channel.Send(ctx, m.message(s.n))
 		})
 	}

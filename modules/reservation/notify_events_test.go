@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,10 +130,45 @@ func TestNoticeThatFailsIsRetriedAlone(t *testing.T) {
 // notice is retried alone until it goes through, and every other notice,
 // including the ones that shared its transaction, arrives exactly once.
 func testNoticeFailsAlone[TTx any](t *testing.T, e *env[TTx]) {
-	ctx := context.Background()
 	h, webhook := newHook(t, 0)
 	h.failUser = map[string]int{"u7": 2}
-	m := e.working(t, WithChannel(webhook), WithNotifyBackoff(10*time.Millisecond))
+	noticeFailsAlone(t, e, h, webhook, 2)
+}
+
+func TestNoticeWhoseChannelPanicsIsRetriedAlone(t *testing.T) {
+	runBoth(t, testNoticePanicsAlone[pgx.Tx], testNoticePanicsAlone[*sql.Tx])
+}
+
+// panicky is a channel that panics on its first two sends to u7 (a bug in
+// a user's channel): those count as failed sends, and the process lives.
+type panicky struct {
+	Channel
+	left atomic.Int32
+}
+
+func (c *panicky) Send(ctx context.Context, msg Message) error {
+	if msg.UserID == "u7" && c.left.Add(-1) >= 0 {
+		panic("template missing")
+	}
+	return c.Channel.Send(ctx, msg)
+}
+
+// The same as testNoticeFailsAlone with a channel that panics instead of a
+// receiver that refuses: the receiver counts the same.
+func testNoticePanicsAlone[TTx any](t *testing.T, e *env[TTx]) {
+	h, webhook := newHook(t, 0)
+	ch := &panicky{Channel: webhook}
+	ch.left.Store(2)
+	noticeFailsAlone(t, e, h, ch, 0)
+	if ch.left.Load() >= 0 {
+		t.Fatal("the channel never panicked")
+	}
+}
+
+func noticeFailsAlone[TTx any](t *testing.T, e *env[TTx], h *hook, ch Channel, wantRefused int) {
+	t.Helper()
+	ctx := context.Background()
+	m := e.working(t, WithChannel(ch), WithNotifyBackoff(10*time.Millisecond))
 	eventually(t, "the start-up scan", func() bool {
 		runs, err := m.Runs(ctx, "scan", 0, 1)
 		return err == nil && len(runs) > 0
@@ -172,9 +208,9 @@ func testNoticeFailsAlone[TTx any](t *testing.T, e *env[TTx]) {
 	h.mu.Lock()
 	refused := h.refused
 	h.mu.Unlock()
-	if len(wrong) > 0 || len(byUser) != n || refused != 2 {
-		t.Fatalf("the receiver took %d notices from %d users, refused %d (want 2); users not received exactly once: %v",
-			len(h.messages()), len(byUser), refused, wrong)
+	if len(wrong) > 0 || len(byUser) != n || refused != wantRefused {
+		t.Fatalf("the receiver took %d notices from %d users, refused %d (want %d); users not received exactly once: %v",
+			len(h.messages()), len(byUser), refused, wantRefused, wrong)
 	}
 }
 
