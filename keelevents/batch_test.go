@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -285,5 +286,87 @@ func (g *batchGate[TTx]) check(t *testing.T) {
 	defer g.mu.Unlock()
 	if slices.Max(append([]int{0}, g.sizes...)) < 2 {
 		t.Fatalf("no batch held more than one delivery: %v", g.sizes)
+	}
+}
+
+// TestBatchWithOneNewEventFailsOnce: a batch whose only new event fails
+// (the others are redeliveries, absorbed) gives that event its handler's
+// error and does not call the handler for it again alone, so a counterpart
+// receives each attempt once; the redeliveries stay absorbed. Both ways a
+// handler reports a failure are covered: a plain error and BatchErrors.
+func TestBatchWithOneNewEventFailsOnce(t *testing.T) {
+	each(t, testBatchWithOneNewEventFailsOnce[pgx.Tx], testBatchWithOneNewEventFailsOnce[*sql.Tx])
+}
+
+func testBatchWithOneNewEventFailsOnce[TTx any](t *testing.T, env *tenv[TTx]) {
+	effectTable(t, env)
+	ev := newEvents(t, env, nil)
+	var mu sync.Mutex
+	sent := map[string]int{} // what the counterpart received, by consumer, event and attempt
+	send := func(ctx context.Context, tx keelsql.Tx[TTx], consumer string, d *keelevents.Delivery) error {
+		mu.Lock()
+		sent[fmt.Sprintf("%s %s #%d", consumer, d.ID, d.Attempt)]++
+		mu.Unlock()
+		if d.ID == "poison" {
+			return errors.New("counterpart refused")
+		}
+		_, err := tx.Exec(ctx, insertEffect(env.driver), consumer, d.ID, d.Key)
+		return err
+	}
+	for _, name := range []string{"plain", "partial"} {
+		if err := ev.Consume(keelevents.Consumer[TTx]{Name: name, Topics: []string{"notice.due"}, MaxAttempts: 2, Batch: 10,
+			HandleBatch: func(ctx context.Context, tx keelsql.Tx[TTx], ds []*keelevents.Delivery) error {
+				errs := make(keelevents.BatchErrors, len(ds))
+				for i, d := range ds {
+					if err := send(ctx, tx, name, d); err != nil {
+						if name == "plain" {
+							return err
+						}
+						errs[i] = err
+					}
+				}
+				return errs
+			}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delivery := func(id string, attempt int) *keelevents.Delivery {
+		p := []byte(`{}`)
+		return &keelevents.Delivery{Attempt: attempt, Message: keelevents.Message{Topic: "notice.due", ID: id, Key: "k-" + id,
+			Type: "notice.due", Payload: p, Digest: keelevents.Digest(p), EmittedAt: time.Now().UTC()}}
+	}
+	ctx := context.Background()
+	for _, name := range []string{"plain", "partial"} {
+		run := keelevents.RunBatch(ev, name)
+		if errs := run(ctx, []*keelevents.Delivery{delivery("a", 1), delivery("b", 1)}); errs[0] != nil || errs[1] != nil {
+			t.Fatalf("%s: the first batch: %v", name, errs)
+		}
+		// a and b redelivered beside a new event that fails: attempt 1,
+		// then attempt 2, the last, which sends it to manual.
+		errs := run(ctx, []*keelevents.Delivery{delivery("a", 2), delivery("poison", 1), delivery("b", 2)})
+		if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+			t.Fatalf("%s: want only the new event failed, got %v", name, errs)
+		}
+		if errs := run(ctx, []*keelevents.Delivery{delivery("poison", 2), delivery("a", 3)}); errs[0] != nil || errs[1] != nil {
+			t.Fatalf("%s: the last attempt: %v", name, errs)
+		}
+		m, err := ev.ListManual(ctx, keelevents.ListParams{Consumer: name})
+		if err != nil || len(m) != 1 || m[0].Message.ID != "poison" || m[0].Attempts != 2 {
+			t.Fatalf("%s: manual: %+v, %v", name, m, err)
+		}
+		if got := count(t, env, "SELECT count(*) FROM t_effect WHERE consumer = '"+name+"'"); got != 2 {
+			t.Fatalf("%s: %d effects, want 2 (a and b)", name, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{}
+	for _, name := range []string{"plain", "partial"} {
+		for _, k := range []string{"a #1", "b #1", "poison #1", "poison #2"} {
+			want[name+" "+k] = 1
+		}
+	}
+	if !maps.Equal(sent, want) {
+		t.Fatalf("the counterpart received %v, want each attempt once: %v", sent, want)
 	}
 }

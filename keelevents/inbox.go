@@ -41,8 +41,10 @@ type Consumer[TTx any] struct {
 	// Batch (default DefaultBatch). An error rolls the whole batch back and
 	// its events are then handled one per transaction, HandleBatch called
 	// with one delivery each, so a failing event is isolated and the others
-	// commit. A handler that can tell which of its events failed returns
-	// BatchErrors instead: the others commit without being handled again.
+	// commit (when a batch held only one new event, its error is that
+	// event's, as if it had been alone, and it is not handled again). A
+	// handler that can tell which of its events failed returns BatchErrors
+	// instead: the others commit without being handled again.
 	HandleBatch func(ctx context.Context, tx keelsql.Tx[TTx], ds []*Delivery) error
 	// Batch lets up to Batch deliveries share one transaction: deliveries
 	// that arrive while this consumer's previous transaction commits are
@@ -403,7 +405,8 @@ func (c *consumer[TTx]) flush(ctx context.Context) {
 // quarantined one by one (seen), and the handler gets the new ones. If
 // anything fails, each delivery is handled alone (handleOne), so a failing
 // event is redelivered or sent to manual on its own budget and the others
-// commit.
+// commit; but when the handler failed the batch's only new delivery, that
+// failure is its outcome and it is not handled again.
 //
 // held, for a window of an ordered consumer, collects the partitions with
 // a failed event: their later deliveries are answered errHeldBack, not
@@ -423,17 +426,20 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 	if len(batch) == 0 {
 		return
 	}
-	one := func(w *waiting) {
+	// answer gives w its outcome: err, computed by compute unless the
+	// delivery is held back behind a failed event of its partition.
+	answer := func(w *waiting, compute func() error) {
 		if held != nil && held[w.d.Partition] {
 			w.done <- errHeldBack
 			return
 		}
-		err := c.handleOne(ctx, w.d)
+		err := compute()
 		if err != nil && held != nil {
 			held[w.d.Partition] = true
 		}
 		w.done <- err
 	}
+	one := func(w *waiting) { answer(w, func() error { return c.handleOne(ctx, w.d) }) }
 	if len(batch) == 1 {
 		one(batch[0])
 		return
@@ -460,8 +466,15 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 	// (BatchErrors), each new delivery's error; their inbox rows are taken
 	// back before the commit.
 	var partial map[*waiting]error
+	// lone is the batch's only new delivery when the handler failed it,
+	// and loneErr the handler's error: that is the delivery's outcome for
+	// this attempt. Handling it again alone would call the handler twice
+	// for one attempt (and a handler whose effect leaves the transaction,
+	// a message to a counterpart, would send it twice).
+	var lone *waiting
+	var loneErr error
 	err := e.db.InTx(ctx, func(tx keelsql.Tx[TTx]) error {
-		partial = nil
+		partial, lone, loneErr = nil, nil, nil
 		rows, err := tx.Query(ctx, e.d.sql("InboxInsertMany"), e.d.inboxRows(c.Name, first, now())...)
 		ins, err := keelsql.CollectRows(rows, err, func(rs keelsql.Rows) (tid, error) {
 			var k tid
@@ -491,6 +504,9 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 			return nil
 		}
 		err = c.apply(ctx, tx, fresh)
+		if err != nil && len(fresh) == 1 {
+			lone, loneErr = freshW[0], err
+		}
 		var be BatchErrors
 		if held != nil || !errors.As(err, &be) || len(be) != len(fresh) {
 			return err
@@ -512,7 +528,13 @@ func (c *consumer[TTx]) runBatch(ctx context.Context, batch []*waiting, held map
 			e.cfg.Logger.Debug("keelevents: batch failed, handling its events one by one", "consumer", c.Name,
 				"events", len(first), "err", err)
 		}
-		again = append(first, again...)
+		for _, w := range first {
+			if w == lone {
+				answer(w, func() error { return c.failed(ctx, w.d, w.digest, loneErr) })
+				continue
+			}
+			one(w)
+		}
 	} else {
 		var nApplied, nDup int
 		for i, w := range first {
