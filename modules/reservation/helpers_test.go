@@ -88,6 +88,20 @@ func (e *env[TTx]) moduleOn(t testing.TB, db keelsql.DB[TTx], d keeldriver.Drive
 // moduleWith is moduleOn with settings.
 func (e *env[TTx]) moduleWith(t testing.TB, db keelsql.DB[TTx], d keeldriver.Driver[TTx], settings map[string]string, opts ...Option) *Module[TTx] {
 	t.Helper()
+	return e.build(t, db, d, settings, true, opts...)
+}
+
+// unrelayed is moduleOn whose events are not started: its releases still
+// write their events to the outbox in the release's transaction, but no
+// relay publishes them and no notifier sends them. For a test of the
+// release alone.
+func (e *env[TTx]) unrelayed(t testing.TB, db keelsql.DB[TTx], d keeldriver.Driver[TTx], opts ...Option) *Module[TTx] {
+	t.Helper()
+	return e.build(t, db, d, nil, false, opts...)
+}
+
+func (e *env[TTx]) build(t testing.TB, db keelsql.DB[TTx], d keeldriver.Driver[TTx], settings map[string]string, events bool, opts ...Option) *Module[TTx] {
+	t.Helper()
 	opts = append([]Option{WithClock(e.clock.Now), WithRetryBackoff(time.Millisecond, time.Millisecond)}, opts...)
 	ev := testEvents(t, db)
 	m, err := New(&module.Host[TTx]{DB: db, Logger: quiet(), Settings: settings, Events: ev}, opts...)
@@ -101,7 +115,9 @@ func (e *env[TTx]) moduleWith(t testing.TB, db keelsql.DB[TTx], d keeldriver.Dri
 	if err := m.Start(context.Background(), client); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	startEvents(t, ev, client)
+	if events {
+		startEvents(t, ev, client)
+	}
 	return m
 }
 
