@@ -168,12 +168,27 @@ func testDRQ009[TTx any](t *testing.T, e *env[TTx]) {
 	}
 
 	// Phase 1: two silent DELIVERs fill the window of 2; the next items
-	// block in processing waiting for room.
+	// block in processing waiting for room. The kill must find exactly
+	// those two written and unconfirmed: a DELIVER the customer has
+	// acknowledged but whose ACK the process has not recorded yet is
+	// unconfirmed too (it would end conn_lost like the silent ones), and
+	// with it the window is not full yet. So wait until the customer holds
+	// both silent DELIVERs and every ACK it sent is recorded as a success:
+	// from then on nothing moves until the silent ones' ACK timeout.
 	c1 := startChild(t, e, "child-1")
 	dial(c1)
-	waitFor(t, 30*time.Second, "items waiting for ACKs and items processing", func() bool {
+	waitFor(t, 30*time.Second, "the window full of the two silent DELIVERs, items processing behind them", func() bool {
+		mu.Lock()
+		silentGot, acks := 0, len(acked)
+		for _, d := range got {
+			if silent[d.Dest] {
+				silentGot++
+			}
+		}
+		mu.Unlock()
 		c := counts(t, io, task.ID)
-		return c[keeltype.OutcomeWaitingACK] == 2 && c[keeltype.OutcomeProcessing] >= 2
+		return silentGot == 2 && c[keeltype.OutcomeSuccess] == int64(acks) &&
+			c[keeltype.OutcomeWaitingACK] == 2 && c[keeltype.OutcomeProcessing] >= 2
 	})
 	at1 := counts(t, io, task.ID)
 	c1.kill(t)
