@@ -41,22 +41,13 @@ func TestThreeInstancesReleaseEachOnce(t *testing.T) {
 	// two cores under -race this did not shorten the package (48 s serial,
 	// 50 s parallel, one run each): the release is bound by CPU there.
 	t.Parallel()
-	ctx := context.Background()
-	e := newPGEnv(t)
-	e.clock.Set(t0.Add(48 * 3600e9))
 	const due = 10000
-	loader := e.unrelayed(t, e.db, e.driver)
-	if err := loader.benchLoad(ctx, due, due); err != nil {
-		t.Fatal(err)
-	}
-	instances := make([]*Module[pgx.Tx], 3)
-	for i := range instances {
-		d, db := openInstance(t, e)
-		instances[i] = e.unrelayed(t, db, d)
-	}
+	_, loader, instances := dueOnThreeInstances(t, due, func(e *env[pgx.Tx], db keelsql.DB[pgx.Tx], d *keelpgx.Driver) *Module[pgx.Tx] {
+		return e.unrelayed(t, db, d)
+	})
 	releaseAll(t, instances, due)
 	assertAllReleasedOnce(t, loader, due)
-	if counts, _ := loader.StateCounts(ctx); counts[StateReleased] != due || counts[StatePaid] != 0 {
+	if counts, _ := loader.StateCounts(context.Background()); counts[StateReleased] != due || counts[StatePaid] != 0 {
 		t.Fatalf("states: %v", counts)
 	}
 }
@@ -68,19 +59,11 @@ func TestThreeInstancesReleaseEachOnce(t *testing.T) {
 func TestThreeInstancesNotifyEachOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newPGEnv(t)
-	e.clock.Set(t0.Add(48 * 3600e9))
 	const due = 300
 	h, webhook := newHook(t, 0)
-	loader := e.unrelayed(t, e.db, e.driver)
-	if err := loader.benchLoad(ctx, due, due); err != nil {
-		t.Fatal(err)
-	}
-	instances := make([]*Module[pgx.Tx], 3)
-	for i := range instances {
-		d, db := openInstance(t, e)
-		instances[i] = e.moduleOn(t, db, d, WithChannel(webhook), WithNotifyBackoff(10*time.Millisecond))
-	}
+	e, loader, instances := dueOnThreeInstances(t, due, func(e *env[pgx.Tx], db keelsql.DB[pgx.Tx], d *keelpgx.Driver) *Module[pgx.Tx] {
+		return e.moduleOn(t, db, d, WithChannel(webhook), WithNotifyBackoff(10*time.Millisecond))
+	})
 	releaseAll(t, instances, due)
 	assertAllReleasedOnce(t, loader, due)
 	// Every notice at the receiver, then every event published and every
@@ -116,6 +99,25 @@ func TestThreeInstancesNotifyEachOnce(t *testing.T) {
 		t.Fatalf("the receiver got notices for %d reservations under %d keys (want %d each); more than once: %v",
 			len(byReservation), len(keys), due, twice)
 	}
+}
+
+// dueOnThreeInstances loads due reservations, all past their release
+// point, through a loader whose events are not started, and opens three
+// instances on the same schema, each with its own pool, built by build.
+func dueOnThreeInstances(t *testing.T, due int, build func(e *env[pgx.Tx], db keelsql.DB[pgx.Tx], d *keelpgx.Driver) *Module[pgx.Tx]) (*env[pgx.Tx], *Module[pgx.Tx], []*Module[pgx.Tx]) {
+	t.Helper()
+	e := newPGEnv(t)
+	e.clock.Set(t0.Add(48 * 3600e9))
+	loader := e.unrelayed(t, e.db, e.driver)
+	if err := loader.benchLoad(context.Background(), due, due); err != nil {
+		t.Fatal(err)
+	}
+	instances := make([]*Module[pgx.Tx], 3)
+	for i := range instances {
+		d, db := openInstance(t, e)
+		instances[i] = build(e, db, d)
+	}
+	return e, loader, instances
 }
 
 // releaseAll runs the instances' scans at once until nothing is due and
