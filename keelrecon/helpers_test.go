@@ -57,6 +57,12 @@ var (
 // cfg's client is started (its leader inserts the ticks).
 func newEnv[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx], sched keel.Schedule) *env[TTx] {
 	t.Helper()
+	return newEnvClock(t, d, db, sched, nil)
+}
+
+// newEnvClock is newEnv with the recon line's clock set (nil: time.Now).
+func newEnvClock[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx], sched keel.Schedule, now func() time.Time) *env[TTx] {
+	t.Helper()
 	ctx := context.Background()
 	for _, stmt := range []string{
 		`CREATE TABLE t_ours (key TEXT PRIMARY KEY, amount BIGINT NOT NULL, status TEXT NOT NULL, at BIGINT NOT NULL)`,
@@ -67,7 +73,7 @@ func newEnv[TTx any](t *testing.T, d keeldriver.Driver[TTx], db keelsql.DB[TTx],
 			t.Fatal(err)
 		}
 	}
-	r, err := keelrecon.New(db, &keelrecon.Config{ApproveAbove: map[string]int64{"": 10_000}})
+	r, err := keelrecon.New(db, &keelrecon.Config{ApproveAbove: map[string]int64{"": 10_000}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

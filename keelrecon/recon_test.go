@@ -11,7 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelrecon"
+	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -437,5 +439,42 @@ func testPartialRun[TTx any](t *testing.T, e *env[TTx]) {
 	}
 	if d := e.byKey(keelrecon.MissingTheirs, "p-extra"); d.State != keelrecon.StateResolved {
 		t.Fatalf("p-extra after the complete run: %s", d.State)
+	}
+}
+
+// A caller's time.Now() taken just before Run is not in the future: the
+// line keeps instants in microseconds (both databases store them exactly),
+// and a cutoff with nanoseconds in the same microsecond as the clock once
+// came out after the truncated clock and was refused.
+func TestCutoffNowIsNotInTheFuture(t *testing.T) {
+	now := time.Now().Truncate(time.Microsecond).Add(999 * time.Nanosecond)
+	clock := func() time.Time { return now }
+	opts := &testdb.Options{Lines: keelrecon.Lines}
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		d, _ := testdb.OpenPostgres(t, opts)
+		testCutoffNow(t, newEnvClock[pgx.Tx](t, d, keelsql.Pgx(d.Pool()), nil, clock), now)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		d, _ := testdb.OpenSQLite(t, opts)
+		testCutoffNow(t, newEnvClock[*sql.Tx](t, d, keelsql.SQLite(d.DB()), nil, clock), now)
+	})
+}
+
+func testCutoffNow[TTx any](t *testing.T, e *env[TTx], now time.Time) {
+	seedLedgers(e)
+	run := e.run(now)
+	if want := now.UTC().Truncate(time.Microsecond); !run.Cutoff.Equal(want) {
+		t.Fatalf("cutoff stored %s, want %s", run.Cutoff, want)
+	}
+	// The next microsecond is still the future, and refused before
+	// anything is written.
+	runs := e.count("SELECT count(*) FROM keel_recon_run")
+	if _, err := e.recon.Run(as("ops-alice"), "ledger", now.Add(time.Microsecond)); !errors.Is(err, keeltype.ErrInvalidArgument) {
+		t.Fatalf("a cutoff one microsecond ahead: %v", err)
+	}
+	if n := e.count("SELECT count(*) FROM keel_recon_run"); n != runs {
+		t.Fatalf("the refused run wrote a row: %d runs, had %d", n, runs)
 	}
 }

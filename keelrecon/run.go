@@ -32,9 +32,12 @@ func (r *Recon[TTx]) Run(ctx context.Context, name string, cutoff time.Time) (*R
 	if cutoff.IsZero() {
 		cutoff = now
 	}
-	if cutoff.After(now) {
+	// Compared as stored, in microseconds: the clock is truncated (now), so
+	// a caller's time.Now() read an instant before, in the same
+	// microsecond, would otherwise come out ahead of it and be refused.
+	if cutoff = cutoff.UTC().Truncate(time.Microsecond); cutoff.After(now) {
 		return nil, fmt.Errorf("%w: cutoff %s is in the future: a run compares what exists", keeltype.ErrInvalidArgument,
-			cutoff.UTC().Format(time.RFC3339))
+			cutoff.Format(time.RFC3339Nano))
 	}
 	if _, err := r.engine(ctx); err != nil {
 		return nil, err
