@@ -35,16 +35,22 @@ type env[TTx any] struct {
 // both runs f on PostgreSQL and SQLite, each on its own database.
 func both(t *testing.T, f func(t *testing.T, e *env[pgx.Tx]), g func(t *testing.T, e *env[*sql.Tx])) {
 	t.Helper()
+	bothClock(t, nil, f, g)
+}
+
+// bothClock is both with the recon line's clock set (nil: time.Now).
+func bothClock(t *testing.T, now func() time.Time, f func(t *testing.T, e *env[pgx.Tx]), g func(t *testing.T, e *env[*sql.Tx])) {
+	t.Helper()
 	opts := &testdb.Options{Lines: keelrecon.Lines}
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		d, _ := testdb.OpenPostgres(t, opts)
-		f(t, newEnv[pgx.Tx](t, d, keelsql.Pgx(d.Pool()), nil))
+		f(t, newEnvClock[pgx.Tx](t, d, keelsql.Pgx(d.Pool()), nil, now))
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		d, _ := testdb.OpenSQLite(t, opts)
-		g(t, newEnv[*sql.Tx](t, d, keelsql.SQLite(d.DB()), nil))
+		g(t, newEnvClock[*sql.Tx](t, d, keelsql.SQLite(d.DB()), nil, now))
 	})
 }
 

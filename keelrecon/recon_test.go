@@ -11,9 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/keelwork/keel/internal/testdb"
 	"github.com/keelwork/keel/keelrecon"
-	"github.com/keelwork/keel/keelsql"
 	"github.com/keelwork/keel/keeltype"
 )
 
@@ -449,17 +447,9 @@ func testPartialRun[TTx any](t *testing.T, e *env[TTx]) {
 func TestCutoffNowIsNotInTheFuture(t *testing.T) {
 	now := time.Now().Truncate(time.Microsecond).Add(999 * time.Nanosecond)
 	clock := func() time.Time { return now }
-	opts := &testdb.Options{Lines: keelrecon.Lines}
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		d, _ := testdb.OpenPostgres(t, opts)
-		testCutoffNow(t, newEnvClock[pgx.Tx](t, d, keelsql.Pgx(d.Pool()), nil, clock), now)
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		d, _ := testdb.OpenSQLite(t, opts)
-		testCutoffNow(t, newEnvClock[*sql.Tx](t, d, keelsql.SQLite(d.DB()), nil, clock), now)
-	})
+	bothClock(t, clock,
+		func(t *testing.T, e *env[pgx.Tx]) { testCutoffNow(t, e, now) },
+		func(t *testing.T, e *env[*sql.Tx]) { testCutoffNow(t, e, now) })
 }
 
 func testCutoffNow[TTx any](t *testing.T, e *env[TTx], now time.Time) {
