@@ -118,6 +118,14 @@ func drain[TTx any](ctx context.Context, d keeldriver.Driver[TTx], c *Config) (*
 	}
 	c.Logger.Info("inserted; draining", "jobs", c.N)
 	if d.Dialect() == "postgres" {
+		// A table in production has statistics: autovacuum analyzes it
+		// after a large insert like this one, and a plan that is fast only
+		// on a never-analyzed table is a trap (a drain once fell from
+		// 34,700 to 592 jobs/s this way; docs/benchmarks.md). bench/ does
+		// the same for River's table.
+		if err := d.Executor().Exec(ctx, "ANALYZE keel_job"); err != nil {
+			return nil, fmt.Errorf("analyzing: %w", err)
+		}
 		// Start every timed run from a clean checkpoint (as bench/ does for
 		// both engines), so a flush of the inserts does not land inside it.
 		if err := d.Executor().Exec(ctx, "CHECKPOINT"); err != nil {

@@ -75,6 +75,13 @@ ORDER BY n;
 -- terminated, for items never claimed) are excluded row by row. The UPDATE
 -- is JobClaim's.
 -- $1 keys, $2 counts, $3 queue, $4 owner, $5 lease (µs), $6 now.
+--
+-- The picked ids are handed to the update as an array, "j.id =
+-- ANY(ARRAY(...))", rather than joined: the planner cannot know how many
+-- rows LIMIT k.n keeps, estimates a tenth of the backlog, and after ANALYZE
+-- joined them by a merge join over the whole primary key, reading every
+-- job in the table for each claim. The array is probed on the primary key,
+-- one lookup per picked job (TestPlansAfterAnalyze).
 WITH k AS (
     SELECT u.key, sum(u.n)::int AS n
     FROM unnest($1::text[], $2::int[]) AS u(key, n)
@@ -129,8 +136,7 @@ SET state = 'running',
     lease_owner = $4,
     lease_expires_at = coalesce($6::timestamptz, now()) + $5::bigint * interval '1 microsecond',
     attempted_at = coalesce($6::timestamptz, now())
-FROM picked
-WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING j.*;
 
 -- name: FlowKeysEnsureSkip
