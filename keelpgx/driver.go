@@ -113,8 +113,8 @@ func newDriver(pool *pgxpool.Pool, schema string, claims int32) (*Driver, error)
 
 // claimPool opens the pool that runs the engine's hottest statements outside
 // a transaction (FlowKeysAvailable, JobClaimKeys and the completer's
-// JobFinishMany) with plan_cache_mode = force_generic_plan and
-// enable_seqscan = off.
+// JobFinishMany) with plan_cache_mode = force_generic_plan,
+// enable_seqscan = off and jit = off.
 //
 // Why a pool of its own: PostgreSQL re-plans a prepared statement for every
 // execution while the plan it makes for the actual parameters looks cheaper
@@ -133,12 +133,23 @@ func newDriver(pool *pgxpool.Pool, schema string, claims int32) (*Driver, error)
 // statements keep the planner's usual choices: list queries with optional
 // filters depend on custom plans, and these settings are per session, so
 // they cannot be given to one statement on a shared connection.
+//
+// Why no JIT: with table statistics the planner sizes a claim's LIMIT per
+// key at a tenth of the backlog, so over a large backlog the claim's
+// estimated cost passes jit_above_cost (100,000) and PostgreSQL compiles
+// its expressions (84 functions) at every execution, though the statement
+// touches a few hundred rows. With 10,000,000 finished rows and a 100,000
+// job backlog, analyzed, claims took 88 ms each and the drain ran at
+// 10,500-13,400 jobs/s against 36,600-38,800 with an empty table (the
+// figures in docs/benchmarks.md). Compiling never pays for statements of a
+// few milliseconds.
 func claimPool(ctx context.Context, main *pgxpool.Config, n int32) (*pgxpool.Pool, error) {
 	cfg := main.Copy()
 	cfg.MaxConns = n
 	cfg.MinConns = 0
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: creating claim pool: %w", err)

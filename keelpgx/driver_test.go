@@ -203,7 +203,8 @@ func TestClaimPool(t *testing.T) {
 			if got := d.claims.Config().MaxConns; got != c.claimConns {
 				t.Errorf("%s %+v: claim pool %d, want %d", c.url, c.cfg, got, c.claimConns)
 			}
-			if show(d.claims, "plan_cache_mode") != "force_generic_plan" || show(d.claims, "enable_seqscan") != "off" {
+			if show(d.claims, "plan_cache_mode") != "force_generic_plan" || show(d.claims, "enable_seqscan") != "off" ||
+				show(d.claims, "jit") != "off" {
 				t.Errorf("claim pool settings not applied")
 			}
 		}
