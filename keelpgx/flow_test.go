@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/keelwork/keel/keeldriver"
 )
 
@@ -32,8 +34,17 @@ func availableKeys(t *testing.T, ex keeldriver.Executor, queue, after string, li
 // returns the top plan node.
 func explainJSON(t *testing.T, d *Driver, opts, query string, args ...any) map[string]any {
 	t.Helper()
+	return queryPlan(t, d.pool, "EXPLAIN (FORMAT JSON"+opts+") "+query, args...)
+}
+
+// queryPlan runs an EXPLAIN (FORMAT JSON …) statement on q and returns the
+// top plan node.
+func queryPlan(t *testing.T, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, explain string, args ...any) map[string]any {
+	t.Helper()
 	var raw []byte
-	if err := d.pool.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON"+opts+") "+query, args...).Scan(&raw); err != nil {
+	if err := q.QueryRow(context.Background(), explain, args...).Scan(&raw); err != nil {
 		t.Fatalf("explain: %v", err)
 	}
 	var out []struct {

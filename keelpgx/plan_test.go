@@ -101,15 +101,5 @@ func genericPlan(t *testing.T, conn *pgx.Conn, stmt string) map[string]any {
 	if n > 0 {
 		args = "(" + strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") + ")"
 	}
-	var raw []byte
-	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE plan_probe"+args).Scan(&raw); err != nil {
-		t.Fatalf("explain: %v", err)
-	}
-	var out []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
-		t.Fatalf("explain output: %v %s", err, raw)
-	}
-	return out[0].Plan
+	return queryPlan(t, conn, "EXPLAIN (FORMAT JSON) EXECUTE plan_probe"+args)
 }
