@@ -144,10 +144,16 @@ LIMIT $2
 FOR UPDATE SKIP LOCKED;
 
 -- name: ExpireMany
+-- The state test is "(r.state = 'pending_payment') IS TRUE": the same
+-- meaning, but it does not prove rsv_reservation_hold_idx's predicate.
+-- With "r.state = 'pending_payment'", statistics taken while no hold was
+-- pending made the planner scan every expired hold by that index and join
+-- the batch by a nested loop without an index; this way each hold is one
+-- primary-key probe (TestExpireManyPlanAfterAnalyze).
 UPDATE rsv_reservation r
 SET state = 'expired', version = r.version + 1, expired_at = $3, updated_at = $3
 FROM unnest($1::bigint[], $2::bigint[]) AS t(id, version)
-WHERE r.id = t.id AND r.version = t.version AND r.state = 'pending_payment' AND r.hold_expires_at <= $3
+WHERE r.id = t.id AND r.version = t.version AND (r.state = 'pending_payment') IS TRUE AND r.hold_expires_at <= $3
 RETURNING r.id, r.version, r.waitlist_id IS NOT NULL;
 
 -- name: DoubleReleases
