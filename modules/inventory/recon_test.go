@@ -28,6 +28,48 @@ func TestInventoryReconciliation(t *testing.T) {
 	each(t, testRecon[pgx.Tx], testRecon[*sql.Tx])
 }
 
+// TestInventoryReconShipmentsWindow: a confirmation made after a run's
+// cutoff, whose receipt the warehouse already has, is not "shipped but not
+// confirmed here" in that run (the receipts carry no time of their own).
+func TestInventoryReconShipmentsWindow(t *testing.T) {
+	each(t, testReconWindow[pgx.Tx], testReconWindow[*sql.Tx])
+}
+
+func testReconWindow[TTx any](t *testing.T, e *tenv[TTx]) {
+	ctx := keel.WithActor(context.Background(), "auditor")
+	wh, err := sim.NewWarehouse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wh.Close(context.Background()) })
+	m := e.build(t, map[string]string{"inventory.warehouse_url": wh.URL()}, WithoutConsumers())
+	e.start(t)
+	seed(t, m, "WH1", "SKU1", 100)
+	cutoff := time.Now().UTC().Truncate(time.Microsecond)
+	time.Sleep(time.Millisecond) // the confirmation is strictly after the cutoff
+	r, err := m.Reserve(ctx, ReserveRequest{OrderLine: "W1", Warehouse: "WH1", SKU: "SKU1", Qty: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Confirm(ctx, r.ReservationID, ConfirmRequest{Receipt: "S-window", StockVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wh.Ship(sim.Receipt{ReservationID: r.ReservationID, Receipt: "S-window", Warehouse: "WH1", SKU: "SKU1", Qty: 1})
+	run, err := e.recon.Run(ctx, ReconShipments, cutoff)
+	if err != nil || run.State != "succeeded" {
+		t.Fatalf("run: %+v %v", run, err)
+	}
+	ds, err := e.recon.ListDiscrepancies(ctx, keelrecon.DiscrepancyFilter{Reconciler: ReconShipments, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.LastRunID == run.ID {
+			t.Errorf("run at a cutoff before the confirmation found %s %s", d.Class, d.Key)
+		}
+	}
+}
+
 func testRecon[TTx any](t *testing.T, e *tenv[TTx]) {
 	ctx := keel.WithActor(context.Background(), "auditor")
 	wh, err := sim.NewWarehouse()
