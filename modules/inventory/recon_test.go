@@ -35,8 +35,10 @@ func TestInventoryReconShipmentsWindow(t *testing.T) {
 	each(t, testReconWindow[pgx.Tx], testReconWindow[*sql.Tx])
 }
 
-func testReconWindow[TTx any](t *testing.T, e *tenv[TTx]) {
-	ctx := keel.WithActor(context.Background(), "auditor")
+// reconModule starts the module on e against a warehouse simulator, with
+// no event consumers: reconciliation tests drive everything by hand.
+func reconModule[TTx any](t *testing.T, e *tenv[TTx]) (*Module[TTx], *sim.Warehouse) {
+	t.Helper()
 	wh, err := sim.NewWarehouse()
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +46,12 @@ func testReconWindow[TTx any](t *testing.T, e *tenv[TTx]) {
 	t.Cleanup(func() { _ = wh.Close(context.Background()) })
 	m := e.build(t, map[string]string{"inventory.warehouse_url": wh.URL()}, WithoutConsumers())
 	e.start(t)
+	return m, wh
+}
+
+func testReconWindow[TTx any](t *testing.T, e *tenv[TTx]) {
+	ctx := keel.WithActor(context.Background(), "auditor")
+	m, wh := reconModule(t, e)
 	seed(t, m, "WH1", "SKU1", 100)
 	cutoff := time.Now().UTC().Truncate(time.Microsecond)
 	time.Sleep(time.Millisecond) // the confirmation is strictly after the cutoff
@@ -72,13 +80,7 @@ func testReconWindow[TTx any](t *testing.T, e *tenv[TTx]) {
 
 func testRecon[TTx any](t *testing.T, e *tenv[TTx]) {
 	ctx := keel.WithActor(context.Background(), "auditor")
-	wh, err := sim.NewWarehouse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = wh.Close(context.Background()) })
-	m := e.build(t, map[string]string{"inventory.warehouse_url": wh.URL()}, WithoutConsumers())
-	e.start(t)
+	m, wh := reconModule(t, e)
 	for _, s := range []string{"SKU1", "SKU2", "SKU3"} {
 		seed(t, m, "WH1", s, 100)
 	}
