@@ -37,7 +37,10 @@ func (p *JobListParams) driverParams() *keeldriver.JobListParams {
 }
 
 // JobWakeParams names the waiting jobs to wake: by IDs, or by FlowKey (and
-// WaitReason if set). They become available with their wait reason cleared.
+// WaitReason if set). With IDs, a set FlowKey or WaitReason narrows them: a
+// job named but waiting under another key or reason stays waiting (a
+// receipt wakes only the jobs still waiting for receipts). They become
+// available with their wait reason cleared.
 type JobWakeParams struct {
 	IDs        []int64
 	FlowKey    string

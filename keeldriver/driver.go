@@ -311,7 +311,9 @@ type JobRetryParams struct {
 }
 
 // JobWakeParams wakes waiting jobs: by IDs, or by FlowKey (and WaitReason if
-// set). They become available with wait reason cleared.
+// set). With IDs, a set FlowKey or WaitReason narrows them: a job named but
+// waiting under another key or reason stays waiting. Woken jobs become
+// available with wait reason cleared; their IDs come back sorted.
 type JobWakeParams struct {
 	IDs        []int64
 	FlowKey    string

@@ -270,8 +270,9 @@ func testDelete(t *testing.T, e *env) {
 	}
 }
 
-// testWake: waiting jobs wake by ids, or by flow key (and reason); only
-// waiting jobs wake, and a wake needs a filter.
+// testWake: waiting jobs wake by ids (narrowed by flow key and reason when
+// given), or by flow key (and reason); only waiting jobs wake, and a wake
+// needs a filter.
 func testWake(t *testing.T, e *env) {
 	ctx := context.Background()
 	ex := e.ex
@@ -306,6 +307,16 @@ func testWake(t *testing.T, e *env) {
 	}
 	if j := get(t, ex, c[4].ID); j.State != keeltype.JobStateWaiting {
 		t.Fatalf("another key's job woke: %+v", j)
+	}
+	// A flow key or wait reason given with ids narrows them: c[4] waits
+	// under "other" for "a".
+	for _, p := range []*keeldriver.JobWakeParams{{IDs: []int64{c[4].ID}, WaitReason: "b"}, {IDs: []int64{c[4].ID}, FlowKey: "flow"}} {
+		if woken, err := ex.JobWake(ctx, p); err != nil || len(woken) != 0 {
+			t.Fatalf("wake %+v: %v %v, want nothing woken", p, woken, err)
+		}
+	}
+	if j := get(t, ex, c[4].ID); j.State != keeltype.JobStateWaiting {
+		t.Fatalf("a narrowed wake woke a job it excludes: %+v", j)
 	}
 	woken, err = ex.JobWake(ctx, &keeldriver.JobWakeParams{FlowKey: "other"})
 	if err != nil || !slices.Equal(woken, []int64{c[4].ID}) {

@@ -2,15 +2,13 @@ package keelpgx
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/keelwork/keel/internal/plantest"
 	"github.com/keelwork/keel/keeldriver"
 )
 
@@ -34,36 +32,7 @@ func availableKeys(t *testing.T, ex keeldriver.Executor, queue, after string, li
 // returns the top plan node.
 func explainJSON(t *testing.T, d *Driver, opts, query string, args ...any) map[string]any {
 	t.Helper()
-	return queryPlan(t, d.pool, "EXPLAIN (FORMAT JSON"+opts+") "+query, args...)
-}
-
-// queryPlan runs an EXPLAIN (FORMAT JSON …) statement on q and returns the
-// top plan node.
-func queryPlan(t *testing.T, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, explain string, args ...any) map[string]any {
-	t.Helper()
-	var raw []byte
-	if err := q.QueryRow(context.Background(), explain, args...).Scan(&raw); err != nil {
-		t.Fatalf("explain: %v", err)
-	}
-	var out []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
-		t.Fatalf("explain output: %v %s", err, raw)
-	}
-	return out[0].Plan
-}
-
-// planNodes flattens a plan tree.
-func planNodes(n map[string]any) []map[string]any {
-	out := []map[string]any{n}
-	kids, _ := n["Plans"].([]any)
-	for _, k := range kids {
-		out = append(out, planNodes(k.(map[string]any))...)
-	}
-	return out
+	return plantest.Explain(t, d.pool, "EXPLAIN (FORMAT JSON"+opts+") "+query, args...)
 }
 
 // TestFlowPlansOnLargeBacklog checks on ~200k available jobs over 3 keys
@@ -88,7 +57,7 @@ func TestFlowPlansOnLargeBacklog(t *testing.T) {
 	}
 
 	plan := explainJSON(t, d, ", ANALYZE, BUFFERS", sqlFlowKeysAvailable, "default", "k1", 10)
-	nodes := planNodes(plan)
+	nodes := plantest.Nodes(plan)
 	probes := 0
 	for _, n := range nodes {
 		if n["Node Type"] == "Seq Scan" {
@@ -122,7 +91,7 @@ func TestFlowPlansOnLargeBacklog(t *testing.T) {
 	plan = explainJSON(t, d, "", sqlJobClaimKeys, []string{"k1", "", "k3"}, []int32{2, 2, 2}, "default", "w",
 		int64(60e6), nil)
 	var lateral int
-	for _, n := range planNodes(plan) {
+	for _, n := range plantest.Nodes(plan) {
 		if n["Node Type"] == "Sort" || n["Node Type"] == "Incremental Sort" {
 			if keys := fmt.Sprint(n["Sort Key"]); strings.Contains(keys, "priority") || strings.Contains(keys, "id") {
 				t.Errorf("JobClaimKeys plan sorts jobs: %v", keys)
@@ -263,7 +232,7 @@ func TestKeyedReadsOnLargeHistory(t *testing.T) {
 
 	indexOnly := func(name string, plan map[string]any, maxBuffers float64) {
 		t.Helper()
-		for _, n := range planNodes(plan) {
+		for _, n := range plantest.Nodes(plan) {
 			if n["Node Type"] == "Seq Scan" && n["Relation Name"] == "keel_job" {
 				t.Errorf("%s scans keel_job", name)
 			}

@@ -373,16 +373,21 @@ func (e *executor) control(ctx context.Context, action, verb string, id int64, q
 	return job, nil
 }
 
-// JobWake wakes waiting jobs by ids or by flow key (and wait reason).
+// JobWake wakes waiting jobs by ids (narrowed by flow key and wait reason
+// when set) or by flow key (and wait reason). Two statements, not one with
+// optional filters: a generic plan of "$1 IS NULL OR id = ANY($1)" cannot
+// look the ids up by primary key.
 func (e *executor) JobWake(ctx context.Context, p *keeldriver.JobWakeParams) ([]int64, error) {
-	if len(p.IDs) == 0 && p.FlowKey == "" {
+	var rows pgx.Rows
+	var err error
+	switch {
+	case len(p.IDs) > 0:
+		rows, err = e.db.Query(ctx, sqlJobWakeIDs, p.IDs, nullText(p.FlowKey), nullText(p.WaitReason), nullTime(p.Now))
+	case p.FlowKey != "":
+		rows, err = e.db.Query(ctx, sqlJobWakeFlow, p.FlowKey, nullText(p.WaitReason), nullTime(p.Now))
+	default:
 		return nil, fmt.Errorf("keelpgx: waking jobs: ids or flow key required: %w", keeltype.ErrInvalidArgument)
 	}
-	var ids []int64
-	if len(p.IDs) > 0 {
-		ids = p.IDs
-	}
-	rows, err := e.db.Query(ctx, sqlJobWake, ids, nullText(p.FlowKey), nullText(p.WaitReason), nullTime(p.Now))
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: waking jobs: %w", err)
 	}
@@ -390,6 +395,7 @@ func (e *executor) JobWake(ctx context.Context, p *keeldriver.JobWakeParams) ([]
 	if err != nil {
 		return nil, fmt.Errorf("keelpgx: waking jobs: %w", err)
 	}
+	slices.Sort(woken)
 	return woken, nil
 }
 

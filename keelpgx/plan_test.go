@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/keelwork/keel/internal/plantest"
 )
 
 // TestPlansAfterAnalyze checks the plans the engine ends up using (generic
 // plans: a pooled connection switches to one after five executions of a
 // statement) on a table analyzed while no job was running, as autovacuum
-// does after a large insert or at an idle moment. Every statement that
-// addresses jobs it already holds by id must read them through the primary
-// key. Before, such statistics made the running-job index look empty: the
-// finish and heartbeat statements scanned it whole and joined their batch
+// does after a large insert or at an idle moment, with no job waiting or
+// held for an operator either. Every statement that addresses jobs by id
+// must read them through the primary key. Before, such statistics made the
+// running-job index look empty: the finish and heartbeat statements scanned it whole and joined their batch
 // to it by a nested loop without an index (every running job compared with
 // every finished one), and the claims joined the picked jobs to the table
 // by a merge join over the whole primary key; a drain of 100,000 jobs fell
@@ -40,10 +40,7 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = conn.Exec(context.Background(), "RESET plan_cache_mode") }()
+	defer plantest.GenericPlans(t, conn.Conn())()
 
 	for _, s := range []struct{ name, sql string }{
 		{"JobFinishMany", sqlJobFinishMany},
@@ -55,9 +52,9 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		{"JobAgePriorities", sqlJobAgePriorities},
 	} {
 		t.Run(s.name, func(t *testing.T) {
-			plan := genericPlan(t, conn.Conn(), s.sql)
+			plan := plantest.Generic(t, conn.Conn(), s.sql)
 			target := 0
-			for _, n := range planNodes(plan) {
+			for _, n := range plantest.Nodes(plan) {
 				if n["Relation Name"] != "keel_job" || n["Alias"] != "j" || n["Node Type"] == "ModifyTable" {
 					continue
 				}
@@ -71,7 +68,7 @@ func TestPlansAfterAnalyze(t *testing.T) {
 			if target == 0 {
 				t.Errorf("no read of keel_job j in the plan")
 			}
-			for _, n := range planNodes(plan) {
+			for _, n := range plantest.Nodes(plan) {
 				if n["Node Type"] == "Merge Join" || n["Node Type"] == "Hash Join" {
 					t.Errorf("plan joins by %v; the jobs should be looked up by id", n["Node Type"])
 				}
@@ -82,24 +79,21 @@ func TestPlansAfterAnalyze(t *testing.T) {
 			}
 		})
 	}
-}
-
-// genericPlan returns the generic plan of stmt: prepared, then explained
-// with every parameter NULL (a generic plan does not look at the values).
-func genericPlan(t *testing.T, conn *pgx.Conn, stmt string) map[string]any {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := conn.Exec(ctx, "PREPARE plan_probe AS "+stmt); err != nil {
-		t.Fatalf("prepare: %v", err)
+	// Statements that name jobs by id read nothing but those rows. The
+	// wake by ids was one statement with optional filters ("$1 IS NULL OR
+	// id = ANY($1)"), whose generic plan walked keel_job_wait_key_idx, every
+	// waiting job's entry, for the few it names: a receipt woke its job in
+	// time proportional to every job still awaiting one.
+	for _, s := range []struct{ name, sql string }{
+		{"JobWakeIDs", sqlJobWakeIDs},
+		{"JobCancel", sqlJobCancel},
+		{"JobRetry", sqlJobRetry},
+		{"JobDelete", sqlJobDelete},
+		{"JobCurrentFences", sqlJobCurrentFences},
+		{"JobGet", sqlJobGet},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			plantest.RequireKeyLookup(t, plantest.Generic(t, conn.Conn(), s.sql), "keel_job", "keel_job_pkey")
+		})
 	}
-	defer func() { _, _ = conn.Exec(ctx, "DEALLOCATE plan_probe") }()
-	var n int
-	if err := conn.QueryRow(ctx, "SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = 'plan_probe'").Scan(&n); err != nil {
-		t.Fatalf("parameters: %v", err)
-	}
-	args := ""
-	if n > 0 {
-		args = "(" + strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") + ")"
-	}
-	return queryPlan(t, conn, "EXPLAIN (FORMAT JSON) EXECUTE plan_probe"+args)
 }

@@ -394,7 +394,8 @@ func (e *executor) transition(ctx context.Context, what, action string, id int64
 	return job, nil
 }
 
-// JobWake wakes waiting jobs by IDs, else by flow key; IDs come back sorted.
+// JobWake wakes waiting jobs by IDs (narrowed by flow key and wait reason
+// when set), else by flow key (and wait reason); IDs come back sorted.
 func (e *executor) JobWake(ctx context.Context, p *keeldriver.JobWakeParams) ([]int64, error) {
 	now := micros(resolveNow(p.Now))
 	var query string
@@ -405,7 +406,8 @@ func (e *executor) JobWake(ctx context.Context, p *keeldriver.JobWakeParams) ([]
 		if err != nil {
 			return nil, fmt.Errorf("keelsqlite: waking jobs: %w", err)
 		}
-		query, args = queries.Get("JobWakeIDs"), []any{sql.Named("now", now), sql.Named("ids", string(encoded))}
+		query, args = queries.Get("JobWakeIDs"), []any{sql.Named("now", now), sql.Named("ids", string(encoded)),
+			sql.Named("flow_key", p.FlowKey), sql.Named("wait_reason", p.WaitReason)}
 	case p.FlowKey != "":
 		query, args = queries.Get("JobWakeFlow"), []any{sql.Named("now", now),
 			sql.Named("flow_key", p.FlowKey), sql.Named("wait_reason", p.WaitReason)}

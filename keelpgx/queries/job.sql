@@ -264,18 +264,36 @@ SELECT true AS applied, del.* FROM del
 UNION ALL
 SELECT false, j.* FROM keel_job j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM del);
 
--- name: JobWake
--- NULL filters are off. The driver requires ids or a flow key, so this never
--- scans every waiting job; by flow key it reads keel_job_wait_key_idx.
+-- name: JobWakeIDs
+-- The jobs named by id, each looked up by primary key, narrowed by flow key
+-- ($2) and wait reason ($3) when they are given. The state test is written
+-- "(state = 'waiting') IS TRUE" so that it cannot prove the predicate of
+-- keel_job_wait_idx or keel_job_wait_key_idx: statistics taken while no
+-- job was waiting make those indexes look empty, and the generic plan a
+-- pooled session switches to then walked every waiting job's index entry
+-- to find the few named here (TestPlansAfterAnalyze).
 UPDATE keel_job
 SET state = 'available',
     run_at = coalesce($4::timestamptz, now()),
     wait_reason = NULL,
     wait_deadline = NULL
-WHERE state = 'waiting'
-  AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
+WHERE id = ANY($1::bigint[])
+  AND (state = 'waiting') IS TRUE
   AND ($2::text IS NULL OR flow_key = $2::text)
   AND ($3::text IS NULL OR wait_reason = $3::text)
+RETURNING id;
+
+-- name: JobWakeFlow
+-- Every waiting job of a flow key, or of its wait reason when $2 is given:
+-- a range of keel_job_wait_key_idx.
+UPDATE keel_job
+SET state = 'available',
+    run_at = coalesce($3::timestamptz, now()),
+    wait_reason = NULL,
+    wait_deadline = NULL
+WHERE state = 'waiting'
+  AND flow_key = $1::text
+  AND ($2::text IS NULL OR wait_reason = $2::text)
 RETURNING id;
 
 -- name: JobGet

@@ -180,10 +180,12 @@ RETURNING id, kind, queue, args, metadata, state, priority, run_at, attempt, max
 
 -- name: JobWakeIDs
 -- :ids is a JSON array of job ids, looked up by primary key (see the + in
--- JobHeartbeat).
+-- JobHeartbeat), narrowed by :flow_key and :wait_reason when not empty.
 UPDATE keel_job
 SET state = 'available', run_at = :now, wait_reason = NULL, wait_deadline = NULL
 WHERE +state = 'waiting' AND id IN (SELECT value FROM json_each(:ids))
+  AND (:flow_key = '' OR flow_key = :flow_key)
+  AND (:wait_reason = '' OR wait_reason = :wait_reason)
 RETURNING id;
 
 -- name: JobWakeFlow

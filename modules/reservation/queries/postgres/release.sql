@@ -128,10 +128,12 @@ LIMIT $2;
 SELECT count(*) FROM rsv_reservation WHERE state = 'paid' AND retry_count > 0 AND dead_at IS NOT NULL;
 
 -- name: DeadLetterRequeue
--- An operator hands a dead letter back to the scan.
+-- An operator hands a dead letter back to the scan. The state test in the
+-- IS TRUE form keeps the lookup on the primary key (see ExpireMany), not
+-- a walk of rsv_reservation_retry_idx.
 UPDATE rsv_reservation
 SET retry_count = 0, last_error = '', next_retry_at = NULL, dead_at = NULL, updated_at = $2
-WHERE id = $1 AND state = 'paid' AND retry_count > 0 AND dead_at IS NOT NULL
+WHERE id = $1 AND (state = 'paid') IS TRUE AND retry_count > 0 AND dead_at IS NOT NULL
 RETURNING version;
 
 -- name: ClaimHolds
@@ -149,7 +151,7 @@ FOR UPDATE SKIP LOCKED;
 -- With "r.state = 'pending_payment'", statistics taken while no hold was
 -- pending made the planner scan every expired hold by that index and join
 -- the batch by a nested loop without an index; this way each hold is one
--- primary-key probe (TestExpireManyPlanAfterAnalyze).
+-- primary-key probe (TestPlansAfterAnalyze).
 UPDATE rsv_reservation r
 SET state = 'expired', version = r.version + 1, expired_at = $3, updated_at = $3
 FROM unnest($1::bigint[], $2::bigint[]) AS t(id, version)

@@ -43,10 +43,14 @@ LIMIT $8;
 -- name: ReservationPay
 -- The release point is computed by the caller from the start, the category
 -- and the business zone, and stored so the scan reads only an index.
+-- "(state = 'pending_payment') IS TRUE" keeps the lookup on the primary key
+-- (see ExpireMany): with "state = 'pending_payment'" and statistics taken
+-- while no hold was pending, the plan was a range of rsv_reservation_hold_idx
+-- from $3 on, every hold not yet expired, searched for this one id.
 UPDATE rsv_reservation
 SET state = 'paid', version = version + 1, paid_at = $3, updated_at = $3, grace_minutes = $4,
     expected_release_at = $5, hold_expires_at = NULL
-WHERE id = $1 AND version = $2 AND state = 'pending_payment' AND hold_expires_at > $3
+WHERE id = $1 AND version = $2 AND (state = 'pending_payment') IS TRUE AND hold_expires_at > $3
 RETURNING version;
 
 -- name: ReservationCheckIn

@@ -14,8 +14,11 @@ LIMIT $2
 FOR UPDATE SKIP LOCKED;
 
 -- name: WaitlistOffer
+-- By primary key: with "state = 'waiting'" and statistics taken while no
+-- one waited, the plan walked every entry of rsv_waitlist_user_key for
+-- this one id.
 UPDATE rsv_waitlist SET state = 'offered', reservation_id = $2, updated_at = $3
-WHERE id = $1 AND state = 'waiting';
+WHERE id = $1 AND (state = 'waiting') IS TRUE;
 
 -- name: WaitlistList
 SELECT id, slot_id, user_id, state, coalesce(reservation_id, 0), created_at, updated_at
