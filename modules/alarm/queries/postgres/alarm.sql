@@ -113,31 +113,38 @@ INSERT INTO alarm_instance (id, device, rule, rule_version, state, severity, pea
 VALUES ($1, $2, $3, $4, 'firing', $5, $5, $6, $6, $6, 1, $7, $7, $8, $9, $9, $10, 1, $11);
 
 -- name: InstanceRepeat
+-- This and the other updates of one instance write their state test as
+-- "(…) IS TRUE": the same meaning, but it cannot prove the predicate of
+-- alarm_instance_open_idx. With a plain state test and statistics taken
+-- while few instances were open (most recovered), the generic plan walked
+-- every open instance's index entry to find the one id, so in a storm each
+-- repeat, escalation or recovery cost as much as all open alarms
+-- (TestPlansAfterAnalyze).
 UPDATE alarm_instance SET count = count + 1, last_at = $2, last_value = $3, last_seq = $4,
     peak_value = CASE WHEN $5 = 'gt' AND $3 > peak_value OR $5 = 'lt' AND $3 < peak_value THEN $3 ELSE peak_value END
-WHERE id = $1 AND state <> 'recovered';
+WHERE id = $1 AND (state <> 'recovered') IS TRUE;
 
 -- name: InstanceClearing
-UPDATE alarm_instance SET last_at = $2, last_value = $3, last_seq = $4 WHERE id = $1 AND state <> 'recovered';
+UPDATE alarm_instance SET last_at = $2, last_value = $3, last_seq = $4 WHERE id = $1 AND (state <> 'recovered') IS TRUE;
 
 -- name: InstanceEscalate
 UPDATE alarm_instance SET severity = $2, peak_severity = greatest(peak_severity, $2), ver = ver + 1
-WHERE id = $1 AND state <> 'recovered' AND severity < $2;
+WHERE id = $1 AND (state <> 'recovered') IS TRUE AND severity < $2;
 
 -- name: InstanceResume
 UPDATE alarm_instance SET state = CASE WHEN acked_at IS NULL THEN 'firing' ELSE 'acked' END, ver = ver + 1
-WHERE id = $1 AND state = 'nodata';
+WHERE id = $1 AND (state = 'nodata') IS TRUE;
 
 -- name: InstanceNoData
-UPDATE alarm_instance SET state = 'nodata', ver = ver + 1 WHERE id = $1 AND state IN ('firing', 'acked');
+UPDATE alarm_instance SET state = 'nodata', ver = ver + 1 WHERE id = $1 AND (state IN ('firing', 'acked')) IS TRUE;
 
 -- name: InstanceRecover
 UPDATE alarm_instance SET state = 'recovered', recovered_at = $2, last_at = $2, last_value = $3, last_seq = $4, ver = ver + 1
-WHERE id = $1 AND state <> 'recovered';
+WHERE id = $1 AND (state <> 'recovered') IS TRUE;
 
 -- name: InstanceAck
 UPDATE alarm_instance SET state = 'acked', acked_at = $2, acked_by = $3, ack_comment = $4, ver = ver + 1
-WHERE id = $1 AND state = 'firing';
+WHERE id = $1 AND (state = 'firing') IS TRUE;
 
 -- name: InstanceGet
 -- include: InstanceCols
