@@ -35,12 +35,7 @@ func TestPlansAfterAnalyze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := d.pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	defer plantest.GenericPlans(t, conn.Conn())()
+	conn := plantest.Session(t, d.pool)
 
 	for _, s := range []struct{ name, sql string }{
 		{"JobFinishMany", sqlJobFinishMany},
@@ -52,7 +47,7 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		{"JobAgePriorities", sqlJobAgePriorities},
 	} {
 		t.Run(s.name, func(t *testing.T) {
-			plan := plantest.Generic(t, conn.Conn(), s.sql)
+			plan := plantest.Generic(t, conn, s.sql)
 			target := 0
 			for _, n := range plantest.Nodes(plan) {
 				if n["Relation Name"] != "keel_job" || n["Alias"] != "j" || n["Node Type"] == "ModifyTable" {
@@ -93,7 +88,7 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		{"JobGet", sqlJobGet},
 	} {
 		t.Run(s.name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn.Conn(), s.sql), "keel_job", "keel_job_pkey")
+			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, s.sql), "keel_job", "keel_job_pkey")
 		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Node is one node of a plan as EXPLAIN (FORMAT JSON) prints it.
@@ -51,7 +52,8 @@ func Explain(t testing.TB, q Querier, explain string, args ...any) Node {
 
 // Generic returns the generic plan of stmt on conn: prepared, then
 // explained with every parameter NULL (a generic plan does not look at the
-// values). The connection's plan_cache_mode must be force_generic_plan.
+// values). conn must be a Session's, or otherwise set to
+// plan_cache_mode = force_generic_plan.
 func Generic(t testing.TB, conn *pgx.Conn, stmt string) Node {
 	t.Helper()
 	ctx := context.Background()
@@ -107,12 +109,25 @@ func RequireKeyLookup(t testing.TB, plan Node, relation, pkey string) {
 	}
 }
 
-// GenericPlans prepares conn for Generic: plan_cache_mode is forced to
-// generic plans until the returned function resets it.
-func GenericPlans(t testing.TB, conn *pgx.Conn) (reset func()) {
+// Session acquires a connection of pool for t, runs setup on it in order
+// (the rows, ANALYZE, the rows moved into the indexed state) and switches
+// it to generic plans for Generic; t's cleanup resets and releases it.
+func Session(t testing.TB, pool *pgxpool.Pool, setup ...string) *pgx.Conn {
 	t.Helper()
-	if _, err := conn.Exec(context.Background(), "SET plan_cache_mode = force_generic_plan"); err != nil {
+	ctx := context.Background()
+	c, err := pool.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return func() { _, _ = conn.Exec(context.Background(), "RESET plan_cache_mode") }
+	conn := c.Conn()
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "RESET plan_cache_mode")
+		c.Release()
+	})
+	for _, q := range append(setup, "SET plan_cache_mode = force_generic_plan") {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return conn
 }

@@ -1,7 +1,6 @@
 package alarm
 
 import (
-	"context"
 	"testing"
 
 	"github.com/keelwork/keel/internal/plantest"
@@ -21,29 +20,17 @@ func TestPlansAfterAnalyze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	conn, err := e.Driver.(*keelpgx.Driver).Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	for _, q := range []string{
+	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
 		`INSERT INTO alarm_instance (id, device, rule, rule_version, state, severity, peak_severity, peak_value,
 		     first_value, last_value, count, first_at, last_at, boot, first_seq, last_seq, received_at, ver)
 		 SELECT 'i' || g, 'd' || g, 'r' || (g % 10), 1, 'recovered', 1, 1, 0, 0, 0, 1, now(), now(), 1, 1, 1, now(), 1
 		 FROM generate_series(1, 20000) g`,
 		`ANALYZE alarm_instance`,
-		`UPDATE alarm_instance SET state = (ARRAY['firing', 'acked', 'nodata'])[1 + abs(hashtext(id)) % 3]`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	defer plantest.GenericPlans(t, conn.Conn())()
+		`UPDATE alarm_instance SET state = (ARRAY['firing', 'acked', 'nodata'])[1 + abs(hashtext(id)) % 3]`)
 	for _, name := range []string{"InstanceRepeat", "InstanceClearing", "InstanceEscalate", "InstanceResume",
 		"InstanceNoData", "InstanceRecover", "InstanceAck"} {
 		t.Run(name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn.Conn(), m.q.Get(name)), "alarm_instance", "alarm_instance_pkey")
+			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.q.Get(name)), "alarm_instance", "alarm_instance_pkey")
 		})
 	}
 }

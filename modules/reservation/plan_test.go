@@ -1,7 +1,6 @@
 package reservation
 
 import (
-	"context"
 	"testing"
 
 	"github.com/keelwork/keel/internal/plantest"
@@ -21,14 +20,7 @@ import (
 func TestPlansAfterAnalyze(t *testing.T) {
 	e := newPGEnv(t)
 	m := e.module(t)
-	ctx := context.Background()
-	pool := e.driver.(*keelpgx.Driver).Pool()
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	for _, q := range []string{
+	conn := plantest.Session(t, e.driver.(*keelpgx.Driver).Pool(),
 		`INSERT INTO rsv_category (id, name_zh, name_en, updated_at, updated_by) VALUES ('plan', '计划', 'plan', now(), 't')`,
 		`INSERT INTO rsv_resource (category_id, name, created_at) VALUES ('plan', 'r', now())`,
 		`INSERT INTO rsv_slot (resource_id, starts_at, ends_at, capacity, created_at, updated_at)
@@ -46,13 +38,7 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		`UPDATE rsv_reservation SET state = 'pending_payment', hold_expires_at = now() + interval '1 minute' WHERE id % 3 = 0`,
 		`UPDATE rsv_reservation SET state = 'pending_payment', hold_expires_at = now() - interval '1 minute' WHERE id % 3 = 1`,
 		`UPDATE rsv_reservation SET state = 'paid', retry_count = 1, dead_at = now() WHERE id % 3 = 2`,
-		`UPDATE rsv_waitlist SET state = 'waiting'`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	defer plantest.GenericPlans(t, conn.Conn())()
+		`UPDATE rsv_waitlist SET state = 'waiting'`)
 	for _, s := range []struct{ name, relation string }{
 		{"ExpireMany", "rsv_reservation"},
 		{"ReservationPay", "rsv_reservation"},
@@ -60,7 +46,7 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		{"WaitlistOffer", "rsv_waitlist"},
 	} {
 		t.Run(s.name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn.Conn(), m.st.sql(s.name)), s.relation, s.relation+"_pkey")
+			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.st.sql(s.name)), s.relation, s.relation+"_pkey")
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -24,26 +23,14 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		return keelmigrate.DialectLines("tracking", os.DirFS(".."), "migrations", dialect)
 	}
 	e := moduletest.Postgres(t, lines)
-	ctx := context.Background()
-	conn, err := e.Driver.(*keelpgx.Driver).Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	for _, q := range []string{
+	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
 		`INSERT INTO tracking_gap (carrier, waybill, seq, opened_at, closed_at, closed_raw_id)
 		 SELECT 'c1', 'w' || (g / 10), g % 10, now(), now(), g FROM generate_series(1, 30000) g`,
 		`ANALYZE tracking_gap`,
-		`UPDATE tracking_gap SET closed_at = NULL, closed_raw_id = NULL`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	defer plantest.GenericPlans(t, conn.Conn())()
+		`UPDATE tracking_gap SET closed_at = NULL, closed_raw_id = NULL`)
 	st, err := New(e.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plantest.RequireKeyLookup(t, plantest.Generic(t, conn.Conn(), st.sql("GapCloseBatch")), "tracking_gap", "tracking_gap_pkey")
+	plantest.RequireKeyLookup(t, plantest.Generic(t, conn, st.sql("GapCloseBatch")), "tracking_gap", "tracking_gap_pkey")
 }
