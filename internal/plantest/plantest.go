@@ -17,6 +17,7 @@ package plantest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,10 +84,11 @@ func Nodes(n Node) []Node {
 }
 
 // RequireKeyLookup fails t unless every read of relation in plan is an
-// index scan of pkey with an index condition on the key: one probe per row
-// addressed, whatever the statistics say about the table's partial
+// index scan of one of keys (its primary key, or the unique or foreign key
+// the statement looks rows up by) with an index condition: one probe per
+// row addressed, whatever the statistics say about the table's other
 // indexes. ModifyTable nodes (the write itself) are not reads.
-func RequireKeyLookup(t testing.TB, plan Node, relation, pkey string) {
+func RequireKeyLookup(t testing.TB, plan Node, relation string, keys ...string) {
 	t.Helper()
 	reads := 0
 	for _, n := range Nodes(plan) {
@@ -95,9 +97,11 @@ func RequireKeyLookup(t testing.TB, plan Node, relation, pkey string) {
 		}
 		reads++
 		cond, _ := n["Index Cond"].(string)
-		if n["Node Type"] != "Index Scan" || n["Index Name"] != pkey || cond == "" {
-			t.Errorf("%s is read by %v %v (condition %q), want an Index Scan on %s by key",
-				relation, n["Node Type"], n["Index Name"], cond, pkey)
+		index, _ := n["Index Name"].(string)
+		typ := n["Node Type"]
+		if typ != "Index Scan" && typ != "Index Only Scan" || !slices.Contains(keys, index) || cond == "" {
+			t.Errorf("%s is read by %v %v (condition %q), want an index scan by key on one of %v",
+				relation, typ, index, cond, keys)
 		}
 	}
 	if reads == 0 {

@@ -8,12 +8,14 @@ import (
 	"github.com/keelwork/keel/module/moduletest"
 )
 
-// TestPlansAfterAnalyze: every update of one alarm instance reads it by
-// primary key, on a table analyzed while every instance had recovered (a
-// quiet hour) and read after a storm opened them all. With a plain state
-// test each update proved the predicate of alarm_instance_open_idx, which
-// those statistics show empty, and its generic plan walked every open
-// instance's entry for the one id.
+// TestPlansAfterAnalyze: every update of one alarm instance or notice reads
+// it by primary key, on tables analyzed while every instance had recovered
+// and every notice was settled (a quiet hour) and read after a storm
+// opened them all. With a plain state test each instance update proved the
+// predicate of alarm_instance_open_idx, and each notice update had an
+// index condition on alarm_notice_state_idx (state, lane), both of which
+// those statistics show empty, and the generic plan walked every open
+// instance or pending notice for the one id.
 func TestPlansAfterAnalyze(t *testing.T) {
 	e := moduletest.Postgres(t, Lines)
 	m, err := New(e.Host(nil))
@@ -25,12 +27,25 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		     first_value, last_value, count, first_at, last_at, boot, first_seq, last_seq, received_at, ver)
 		 SELECT 'i' || g, 'd' || g, 'r' || (g % 10), 1, 'recovered', 1, 1, 0, 0, 0, 1, now(), now(), 1, 1, 1, now(), 1
 		 FROM generate_series(1, 20000) g`,
+		`INSERT INTO alarm_notice (dedupe_key, instance_id, kind, level, lane, channel, state, body, created_at, event_at)
+		 SELECT 'n' || g, 'i' || g, 'firing', 3, 'severe', 'webhook', 'merged', 'b', now(), now() FROM generate_series(1, 20000) g`,
 		`ANALYZE alarm_instance`,
-		`UPDATE alarm_instance SET state = (ARRAY['firing', 'acked', 'nodata'])[1 + abs(hashtext(id)) % 3]`)
+		`ANALYZE alarm_notice`,
+		`UPDATE alarm_instance SET state = (ARRAY['firing', 'acked', 'nodata'])[1 + abs(hashtext(id)) % 3], peak_severity = 3`,
+		`UPDATE alarm_notice SET state = (ARRAY['pending', 'held', 'sent', 'muted'])[1 + id % 4]`)
 	for _, name := range []string{"InstanceRepeat", "InstanceClearing", "InstanceEscalate", "InstanceResume",
 		"InstanceNoData", "InstanceRecover", "InstanceAck"} {
 		t.Run(name, func(t *testing.T) {
 			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.q.Get(name)), "alarm_instance", "alarm_instance_pkey")
 		})
 	}
+	for _, name := range []string{"NoticeMerge", "NoticeRelease", "NoticeAttempt", "NoticeSent", "NoticeEscalated"} {
+		t.Run(name, func(t *testing.T) {
+			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.q.Get(name)), "alarm_notice", "alarm_notice_pkey")
+		})
+	}
+	// The severe reconciliation's notices of an instance, by instance.
+	t.Run("ReconSevere", func(t *testing.T) {
+		plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.q.Get("ReconSevere")), "alarm_notice", "alarm_notice_instance_idx")
+	})
 }

@@ -231,19 +231,24 @@ FROM alarm_notice WHERE ($1 = '' OR state = $1) AND ($2 = '' OR instance_id = $2
 FROM alarm_notice WHERE state = 'held' ORDER BY id LIMIT $1;
 
 -- name: NoticeMerge
-UPDATE alarm_notice SET state = 'merged', replay_id = $2 WHERE id = $1 AND state = 'held';
+-- The updates of one notice write their state test as "(…) IS TRUE" so
+-- that it is no index condition of alarm_notice_state_idx (state, lane):
+-- analyzed while few notices were pending or held, the generic plan walked
+-- every one of them for the one id (TestPlansAfterAnalyze). ReconSevere
+-- does the same to reach an instance's notices by alarm_notice_instance_idx.
+UPDATE alarm_notice SET state = 'merged', replay_id = $2 WHERE id = $1 AND (state = 'held') IS TRUE;
 
 -- name: NoticeRelease
-UPDATE alarm_notice SET state = 'pending', replay_id = $2 WHERE id = $1 AND state = 'held';
+UPDATE alarm_notice SET state = 'pending', replay_id = $2 WHERE id = $1 AND (state = 'held') IS TRUE;
 
 -- name: NoticeAttempt
-UPDATE alarm_notice SET attempts = attempts + 1, last_error = $2 WHERE id = $1 AND state = 'pending';
+UPDATE alarm_notice SET attempts = attempts + 1, last_error = $2 WHERE id = $1 AND (state = 'pending') IS TRUE;
 
 -- name: NoticeSent
-UPDATE alarm_notice SET state = 'sent', sent_at = $2, attempts = attempts + 1, last_error = '' WHERE id = $1 AND state = 'pending';
+UPDATE alarm_notice SET state = 'sent', sent_at = $2, attempts = attempts + 1, last_error = '' WHERE id = $1 AND (state = 'pending') IS TRUE;
 
 -- name: NoticeEscalated
-UPDATE alarm_notice SET state = 'escalated', last_error = $2 WHERE id = $1 AND state = 'pending';
+UPDATE alarm_notice SET state = 'escalated', last_error = $2 WHERE id = $1 AND (state = 'pending') IS TRUE;
 
 -- name: NoticeCounts
 SELECT lane, state, count(*) FROM alarm_notice GROUP BY lane, state;
@@ -319,7 +324,7 @@ SELECT at, actor, action, subject, detail FROM alarm_audit ORDER BY id DESC LIMI
 -- Every severe instance opened before the cutoff, with whether a severe
 -- notice of it reached the channel and whether a person took it over.
 SELECT i.id, i.device, i.rule,
-    EXISTS (SELECT 1 FROM alarm_notice n WHERE n.instance_id = i.id AND n.lane = 'severe' AND n.kind IN ('firing', 'escalated') AND n.state = 'sent'),
-    EXISTS (SELECT 1 FROM alarm_notice n WHERE n.instance_id = i.id AND n.lane = 'severe' AND n.state = 'muted'),
+    EXISTS (SELECT 1 FROM alarm_notice n WHERE n.instance_id = i.id AND n.lane = 'severe' AND n.kind IN ('firing', 'escalated') AND (n.state = 'sent') IS TRUE),
+    EXISTS (SELECT 1 FROM alarm_notice n WHERE n.instance_id = i.id AND n.lane = 'severe' AND (n.state = 'muted') IS TRUE),
     i.acked_at IS NOT NULL OR EXISTS (SELECT 1 FROM alarm_ticket k WHERE k.instance_id = i.id AND k.state = 'taken')
 FROM alarm_instance i WHERE i.peak_severity >= 3 AND i.received_at < $1 AND i.id > $2 ORDER BY i.id LIMIT 500;

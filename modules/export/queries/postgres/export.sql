@@ -145,9 +145,14 @@ UPDATE export_shards SET state = 'done', sha256 = $4, updated_at = $5
 WHERE task_id = $1 AND shard_no = $2 AND fence = $3 AND state = 'running';
 
 -- name: TaskShardDone
+-- With TaskPublish and TaskMergeBump: the state test in the IS TRUE form
+-- keeps the lookup on the primary key. A plain one is an index condition
+-- of export_tasks_open_idx (state, created_at), and analyzed while no task
+-- ran the generic plan walked every running task, once per shard
+-- (TestPlansAfterAnalyze).
 UPDATE export_tasks SET shards_done = shards_done + 1, updated_at = $2,
     state = CASE WHEN shards_done + 1 = shard_count THEN 'merging' ELSE state END
-WHERE id = $1 AND state = 'running'
+WHERE id = $1 AND (state = 'running') IS TRUE
 RETURNING shards_done, shard_count, merge_gen;
 
 -- name: ShardQuarantine
@@ -168,11 +173,11 @@ SELECT object_key, task_id, reason, at FROM export_quarantine WHERE task_id = $1
 -- current generation of a merging task can do it, once.
 UPDATE export_tasks SET state = 'succeeded', object_key = $3, object_sha256 = $4, object_bytes = $5,
     object_rows = $6, verdict = $7, verdict_detail = $8, updated_at = $9, finished_at = $9
-WHERE id = $1 AND merge_gen = $2 AND state = 'merging';
+WHERE id = $1 AND merge_gen = $2 AND (state = 'merging') IS TRUE;
 
 -- name: TaskMergeBump
 UPDATE export_tasks SET merge_gen = merge_gen + 1, updated_at = $3
-WHERE id = $1 AND merge_gen = $2 AND state = 'merging'
+WHERE id = $1 AND merge_gen = $2 AND (state = 'merging') IS TRUE
 RETURNING merge_gen;
 
 -- name: TaskFail

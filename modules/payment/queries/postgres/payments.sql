@@ -27,27 +27,33 @@ ORDER BY payment_no DESC LIMIT $3;
 -- name: PaymentSucceed
 -- 待支付 → 支付成功, only for the fields the payment was created with:
 -- a callback whose amount, currency or merchant differ matches nothing.
+-- This statement and the others that name a payment or refund write their
+-- state test as "(state = …) IS TRUE": the same rows, but not an index
+-- condition, so the key is the only way in. With "state = 'pending'" and
+-- statistics taken while none was pending, the generic plan walked
+-- pay_payment_due over every pending payment for the one named (9–13 ms
+-- per callback at 100,000 pending, against 0.1 ms; TestPlansAfterAnalyze).
 UPDATE pay_payment SET state = 'paid', transaction_id = $2, paid_at = $3, source = $4,
                        version = version + 1, updated_at = $5
-WHERE payment_no = $1 AND state = 'pending' AND amount_minor = $6 AND currency = $7 AND merchant_id = $8
+WHERE payment_no = $1 AND (state = 'pending') IS TRUE AND amount_minor = $6 AND currency = $7 AND merchant_id = $8
 RETURNING version;
 
 -- name: PaymentLateSuccess
 -- 已关闭 + a verified success → 人工核验: the money arrived after we closed.
 UPDATE pay_payment SET state = 'manual', transaction_id = $2, paid_at = $3, source = $4,
                        version = version + 1, updated_at = $5
-WHERE payment_no = $1 AND state = 'closed' AND amount_minor = $6 AND currency = $7 AND merchant_id = $8
+WHERE payment_no = $1 AND (state = 'closed') IS TRUE AND amount_minor = $6 AND currency = $7 AND merchant_id = $8
 RETURNING version;
 
 -- name: PaymentClose
 UPDATE pay_payment SET state = 'closed', source = $2, version = version + 1, updated_at = $3
-WHERE payment_no = $1 AND state = 'pending'
+WHERE payment_no = $1 AND (state = 'pending') IS TRUE
 RETURNING version;
 
 -- name: PaymentQueried
 -- The next active query of a payment still pending.
 UPDATE pay_payment SET queries = queries + 1, query_after = $2, updated_at = $3
-WHERE payment_no = $1 AND state = 'pending';
+WHERE payment_no = $1 AND (state = 'pending') IS TRUE;
 
 -- name: PaymentDue
 SELECT payment_no FROM pay_payment WHERE state = 'pending' AND query_after <= $1
@@ -83,7 +89,7 @@ SELECT state, COUNT(*) FROM pay_payment GROUP BY state;
 SELECT payment_no, state FROM pay_payment WHERE payment_no = $1 OR transaction_id = $1 OR order_id = $1 LIMIT 5;
 
 -- name: PaymentPaidOfOrder
-SELECT payment_no FROM pay_payment WHERE order_id = $1 AND state = 'paid' ORDER BY payment_no LIMIT 1;
+SELECT payment_no FROM pay_payment WHERE order_id = $1 AND (state = 'paid') IS TRUE ORDER BY payment_no LIMIT 1;
 
 -- name: PaymentSucceedMany
 -- A batch of verified first successes (the callback group commit), one
@@ -103,7 +109,7 @@ WITH n AS (
     UPDATE pay_payment p SET state = 'paid', transaction_id = n.transaction_id, paid_at = n.paid_at, source = $15,
                              version = p.version + 1, updated_at = n.received_at
     FROM n
-    WHERE p.payment_no = n.payment_no AND p.state = 'pending' AND p.channel = n.channel
+    WHERE p.payment_no = n.payment_no AND (p.state = 'pending') IS TRUE AND p.channel = n.channel
       AND p.merchant_id = n.merchant_id AND (n.app_id = '' OR p.app_id = '' OR p.app_id = n.app_id)
       AND p.amount_minor = n.amount_minor AND p.currency = n.currency
       AND NOT EXISTS (SELECT 1 FROM pay_payment o WHERE o.transaction_id = n.transaction_id)

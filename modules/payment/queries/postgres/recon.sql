@@ -105,6 +105,6 @@ SELECT p.payment_no, p.order_id, p.channel, p.merchant_id, p.amount_minor, p.cur
        COALESCE((SELECT j.amount_minor FROM pay_journal j WHERE j.entry_key = 'payment:' || p.payment_no || ':capture:reversal' AND j.posted_at <= $1), 0),
        COALESCE(o.state, ''), COALESCE(o.amount_minor, 0), p.updated_at
 FROM pay_payment p LEFT JOIN pay_order o ON o.id = p.order_id
-WHERE p.order_id = $2 AND p.state = 'paid' AND p.created_at <= $1
+WHERE p.order_id = $2 AND (p.state = 'paid') IS TRUE AND p.created_at <= $1
 ORDER BY p.payment_no
 LIMIT 1;

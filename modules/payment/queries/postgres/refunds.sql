@@ -31,7 +31,7 @@ WHERE refund_no = $1 AND state = $2
 RETURNING version;
 
 -- name: RefundCalled
-UPDATE pay_refund SET calls = calls + 1, updated_at = $2 WHERE refund_no = $1 AND state = 'processing'
+UPDATE pay_refund SET calls = calls + 1, updated_at = $2 WHERE refund_no = $1 AND (state = 'processing') IS TRUE
 RETURNING calls;
 
 -- name: RefundQueried

@@ -37,9 +37,14 @@ RETURNING version;
 SELECT id, version FROM inv_reservation WHERE state = 'reserved' AND check_after <= $1 ORDER BY check_after LIMIT $2;
 
 -- name: ReservationDelay
+-- With ReservationRecheck: "(state = 'reserved') IS TRUE" keeps the
+-- lookup on the primary key. A plain state test is an index condition of
+-- inv_reservation_due (state, check_after), and analyzed while nothing was
+-- reserved the generic plan walked every reserved row for this one
+-- (TestPlansAfterAnalyze).
 -- An unknown answer: check again later; not a release.
 UPDATE inv_reservation SET check_after = $3, checks = checks + 1, updated_at = $4
-WHERE id = $1 AND version = $2 AND state = 'reserved';
+WHERE id = $1 AND version = $2 AND (state = 'reserved') IS TRUE;
 
 -- name: ReservationCounts
 SELECT state, count(*) FROM inv_reservation GROUP BY state;
@@ -55,4 +60,4 @@ FROM inv_reservation_history WHERE reservation_id = $1 ORDER BY version;
 -- name: ReservationRecheck
 -- The order goes on: check again later (not an unknown answer).
 UPDATE inv_reservation SET check_after = $3, updated_at = $4
-WHERE id = $1 AND version = $2 AND state = 'reserved';
+WHERE id = $1 AND version = $2 AND (state = 'reserved') IS TRUE;

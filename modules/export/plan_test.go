@@ -1,0 +1,36 @@
+package export
+
+import (
+	"testing"
+
+	"github.com/keelwork/keel/internal/plantest"
+	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/module"
+	"github.com/keelwork/keel/module/moduletest"
+)
+
+// TestPlansAfterAnalyze: a shard's completion and the merge's steps read
+// their task by primary key, on a table analyzed while no task ran (every
+// export done) and read after many started. With a plain state test the
+// generic plan served them from export_tasks_open_idx (state,
+// created_at), whose state the statistics show rare, walking every
+// running task for the one named, once per shard.
+func TestPlansAfterAnalyze(t *testing.T) {
+	e := moduletest.Postgres(t, testLines)
+	q, err := module.LoadQueries(queryFiles, "queries", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
+		`INSERT INTO export_tasks (tenant, user_id, params, params_digest, permissions, data_version, idem_key, format,
+		     gzip, bom, range_lo, range_hi, estimated_rows, shard_count, state, created_at, updated_at)
+		 SELECT 't', 'u', '{}', 'd', 'p', 1, 'k' || g, 'csv', false, false, 0, 1, 1, 1, 'done', now(), now()
+		 FROM generate_series(1, 20000) g`,
+		`ANALYZE export_tasks`,
+		`UPDATE export_tasks SET state = (ARRAY['running', 'merging'])[1 + id % 2]`)
+	for _, name := range []string{"TaskShardDone", "TaskPublish", "TaskMergeBump"} {
+		t.Run(name, func(t *testing.T) {
+			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, q.Get(name)), "export_tasks", "export_tasks_pkey")
+		})
+	}
+}
