@@ -177,34 +177,24 @@ func (m *Module[TTx]) reconShipments(ctx context.Context, in keelrecon.RunInput)
 	for _, r := range receipts {
 		theirs[r.ReservationID] = r.Qty
 	}
-	rows, err := m.db.Query(ctx, m.st.SQL("ConfirmedList"), in.Cutoff)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
 	ours := map[int64]bool{}
-	for rows.Next() {
-		var id, qty int64
-		var wh, sku string
-		if err := rows.Scan(&id, &wh, &sku, &qty); err != nil {
-			return out, err
-		}
+	err := m.eachConfirmed(ctx, in.Cutoff, func(c confirmed) {
 		out.Compared++
-		ours[id] = true
-		key := "reservation:" + strconv.FormatInt(id, 10)
-		tq, ok := theirs[id]
+		ours[c.id] = true
+		key := "reservation:" + strconv.FormatInt(c.id, 10)
+		tq, ok := theirs[c.id]
 		switch {
 		case !ok:
 			out.Discrepancies = append(out.Discrepancies, keelrecon.Discrepancy{Class: keelrecon.MissingTheirs, Key: key,
-				Evidence:        evidence("ours", map[string]any{"reservation": id, "warehouse": wh, "sku": sku, "qty": qty}, "warehouse", map[string]any{"receipt": nil}),
+				Evidence:        evidence("ours", map[string]any{"reservation": c.id, "warehouse": c.warehouse, "sku": c.sku, "qty": c.qty}, "warehouse", map[string]any{"receipt": nil}),
 				SuggestedAction: "向仓库核实出库回执 / ask the warehouse for the shipment receipt", NeedsApproval: true})
-		case tq != qty:
+		case tq != c.qty:
 			out.Discrepancies = append(out.Discrepancies, keelrecon.Discrepancy{Class: keelrecon.AmountMismatch, Key: key,
-				Evidence:        evidence("ours", map[string]any{"reservation": id, "qty": qty}, "warehouse", map[string]any{"qty": tq}),
+				Evidence:        evidence("ours", map[string]any{"reservation": c.id, "qty": c.qty}, "warehouse", map[string]any{"qty": tq}),
 				SuggestedAction: "核对出库数量 / check the shipped quantity", NeedsApproval: true})
 		}
-	}
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return out, err
 	}
 	// The warehouse's receipts carry no time, so they are not cut off: a
@@ -212,8 +202,8 @@ func (m *Module[TTx]) reconShipments(ctx context.Context, in keelrecon.RunInput)
 	// later run's window, not to "shipped but not confirmed". A scheduled
 	// run whose cutoff was its tick reported every confirmation made since
 	// as missing here.
-	later, err := m.confirmedIDs(ctx, time.Now())
-	if err != nil {
+	later := map[int64]bool{}
+	if err := m.eachConfirmed(ctx, time.Now(), func(c confirmed) { later[c.id] = true }); err != nil {
 		return out, err
 	}
 	for _, r := range receipts {
@@ -228,24 +218,27 @@ func (m *Module[TTx]) reconShipments(ctx context.Context, in keelrecon.RunInput)
 	return out, nil
 }
 
-// confirmedIDs: the reservations confirmed (or returning, returned) here
-// by at.
-func (m *Module[TTx]) confirmedIDs(ctx context.Context, at time.Time) (map[int64]bool, error) {
+// confirmed is one reservation confirmed (or returning, returned) here.
+type confirmed struct {
+	id, qty        int64
+	warehouse, sku string
+}
+
+// eachConfirmed calls fn for every reservation confirmed here by at.
+func (m *Module[TTx]) eachConfirmed(ctx context.Context, at time.Time, fn func(confirmed)) error {
 	rows, err := m.db.Query(ctx, m.st.SQL("ConfirmedList"), at)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	ids := map[int64]bool{}
 	for rows.Next() {
-		var id, qty int64
-		var wh, sku string
-		if err := rows.Scan(&id, &wh, &sku, &qty); err != nil {
-			return nil, err
+		var c confirmed
+		if err := rows.Scan(&c.id, &c.warehouse, &c.sku, &c.qty); err != nil {
+			return err
 		}
-		ids[id] = true
+		fn(c)
 	}
-	return ids, rows.Err()
+	return rows.Err()
 }
 
 // reconProjection: the search projection's version lag per pair.
