@@ -11,8 +11,8 @@
 //     modules and a database by the command that builds it.
 //
 // Tests of a module may in addition open databases through the engine's
-// test helpers and the drivers, read their statements' plans, and run the
-// module inside the real server; they still may not import another module. The rules are checked from `go list -json`, by an
+// test helpers and the drivers, and run the module inside the real server;
+// they still may not import another module. The rules are checked from `go list -json`, by an
 // ordinary test of this package.
 package boundary
 
@@ -93,10 +93,10 @@ type Rules struct {
 var Public = []string{"", "keeltype", "keelsql", "keelmigrate", "module", "keelevents", "keelrecon"}
 
 // testOnly are what a module's tests may import besides: the engine's test
-// databases, browser and plan reader, the drivers they open, the driver
-// seam they pass, and the server, which end-to-end tests run the module
-// inside as `keel serve` does.
-var testOnly = []string{"internal/testdb", "internal/browsertest", "internal/plantest", "keelpgx", "keelsqlite", "keeldriver", "server"}
+// databases and browser, the drivers they open, the driver seam they pass,
+// and the server, which end-to-end tests run the module inside as `keel
+// serve` does. (Plans are checked through moduletest.RequireKeyLookups.)
+var testOnly = []string{"internal/testdb", "internal/browsertest", "keelpgx", "keelsqlite", "keeldriver", "server"}
 
 // drivers are the packages the server may not import.
 var drivers = []string{"keelpgx", "keelsqlite"}

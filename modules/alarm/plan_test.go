@@ -3,8 +3,6 @@ package alarm
 import (
 	"testing"
 
-	"github.com/keelwork/keel/internal/plantest"
-	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/module/moduletest"
 )
 
@@ -15,14 +13,10 @@ import (
 // predicate of alarm_instance_open_idx, and each notice update had an
 // index condition on alarm_notice_state_idx (state, lane), both of which
 // those statistics show empty, and the generic plan walked every open
-// instance or pending notice for the one id.
+// instance or pending notice for the one id (26 ms per update at 200,000
+// open instances, against 0.12 ms by key).
 func TestPlansAfterAnalyze(t *testing.T) {
-	e := moduletest.Postgres(t, Lines)
-	m, err := New(e.Host(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
+	setup := []string{
 		`INSERT INTO alarm_instance (id, device, rule, rule_version, state, severity, peak_severity, peak_value,
 		     first_value, last_value, count, first_at, last_at, boot, first_seq, last_seq, received_at, ver)
 		 SELECT 'i' || g, 'd' || g, 'r' || (g % 10), 1, 'recovered', 1, 1, 0, 0, 0, 1, now(), now(), 1, 1, 1, now(), 1
@@ -32,20 +26,17 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		`ANALYZE alarm_instance`,
 		`ANALYZE alarm_notice`,
 		`UPDATE alarm_instance SET state = (ARRAY['firing', 'acked', 'nodata'])[1 + abs(hashtext(id)) % 3], peak_severity = 3`,
-		`UPDATE alarm_notice SET state = (ARRAY['pending', 'held', 'sent', 'muted'])[1 + id % 4]`)
+		`UPDATE alarm_notice SET state = (ARRAY['pending', 'held', 'sent', 'muted'])[1 + id % 4]`,
+	}
+	var lookups []moduletest.Lookup
 	for _, name := range []string{"InstanceRepeat", "InstanceClearing", "InstanceEscalate", "InstanceResume",
 		"InstanceNoData", "InstanceRecover", "InstanceAck"} {
-		t.Run(name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.q.Get(name)), "alarm_instance", "alarm_instance_pkey")
-		})
+		lookups = append(lookups, moduletest.Lookup{Statement: name, Relation: "alarm_instance", Keys: []string{"alarm_instance_pkey"}})
 	}
 	for _, name := range []string{"NoticeMerge", "NoticeRelease", "NoticeAttempt", "NoticeSent", "NoticeEscalated"} {
-		t.Run(name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.q.Get(name)), "alarm_notice", "alarm_notice_pkey")
-		})
+		lookups = append(lookups, moduletest.Lookup{Statement: name, Relation: "alarm_notice", Keys: []string{"alarm_notice_pkey"}})
 	}
-	// The severe reconciliation's notices of an instance, by instance.
-	t.Run("ReconSevere", func(t *testing.T) {
-		plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.q.Get("ReconSevere")), "alarm_notice", "alarm_notice_instance_idx")
-	})
+	// The severe reconciliation reaches an instance's notices by instance.
+	lookups = append(lookups, moduletest.Lookup{Statement: "ReconSevere", Relation: "alarm_notice", Keys: []string{"alarm_notice_instance_idx"}})
+	moduletest.RequireKeyLookups(t, Lines, queryFiles, setup, lookups...)
 }

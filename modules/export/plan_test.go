@@ -3,9 +3,6 @@ package export
 import (
 	"testing"
 
-	"github.com/keelwork/keel/internal/plantest"
-	"github.com/keelwork/keel/keelpgx"
-	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
 )
 
@@ -16,21 +13,16 @@ import (
 // created_at), whose state the statistics show rare, walking every
 // running task for the one named, once per shard.
 func TestPlansAfterAnalyze(t *testing.T) {
-	e := moduletest.Postgres(t, testLines)
-	q, err := module.LoadQueries(queryFiles, "queries", "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
+	key := []string{"export_tasks_pkey"}
+	moduletest.RequireKeyLookups(t, testLines, queryFiles, []string{
 		`INSERT INTO export_tasks (tenant, user_id, params, params_digest, permissions, data_version, idem_key, format,
 		     gzip, bom, range_lo, range_hi, estimated_rows, shard_count, state, created_at, updated_at)
 		 SELECT 't', 'u', '{}', 'd', 'p', 1, 'k' || g, 'csv', false, false, 0, 1, 1, 1, 'done', now(), now()
 		 FROM generate_series(1, 20000) g`,
 		`ANALYZE export_tasks`,
-		`UPDATE export_tasks SET state = (ARRAY['running', 'merging'])[1 + id % 2]`)
-	for _, name := range []string{"TaskShardDone", "TaskPublish", "TaskMergeBump"} {
-		t.Run(name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, q.Get(name)), "export_tasks", "export_tasks_pkey")
-		})
-	}
+		`UPDATE export_tasks SET state = (ARRAY['running', 'merging'])[1 + id % 2]`,
+	},
+		moduletest.Lookup{Statement: "TaskShardDone", Relation: "export_tasks", Keys: key},
+		moduletest.Lookup{Statement: "TaskPublish", Relation: "export_tasks", Keys: key},
+		moduletest.Lookup{Statement: "TaskMergeBump", Relation: "export_tasks", Keys: key})
 }

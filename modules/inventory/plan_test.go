@@ -1,12 +1,10 @@
 package inventory
 
 import (
+	"os"
 	"testing"
 
-	"github.com/keelwork/keel/internal/plantest"
-	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/module/moduletest"
-	"github.com/keelwork/keel/modules/inventory/store"
 )
 
 // TestPlansAfterAnalyze: putting off or rechecking one reservation reads it
@@ -16,21 +14,15 @@ import (
 // check_after), whose state the statistics show rare, walking every
 // reserved row for the one named.
 func TestPlansAfterAnalyze(t *testing.T) {
-	e := moduletest.Postgres(t, testLines)
-	st, err := store.New("postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
+	key := []string{"inv_reservation_pkey"}
+	moduletest.RequireKeyLookups(t, testLines, os.DirFS("store"), []string{
 		`INSERT INTO inv_reservation (order_line, warehouse_id, sku_id, qty, state, version, stock_version,
 		     expires_at, check_after, created_at, updated_at)
 		 SELECT 'l' || g, 'w', 's' || (g % 100), 1, 'confirmed', 1, 1, now(), now(), now(), now()
 		 FROM generate_series(1, 20000) g`,
 		`ANALYZE inv_reservation`,
-		`UPDATE inv_reservation SET state = 'reserved'`)
-	for _, name := range []string{"ReservationDelay", "ReservationRecheck"} {
-		t.Run(name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, st.SQL(name)), "inv_reservation", "inv_reservation_pkey")
-		})
-	}
+		`UPDATE inv_reservation SET state = 'reserved'`,
+	},
+		moduletest.Lookup{Statement: "ReservationDelay", Relation: "inv_reservation", Keys: key},
+		moduletest.Lookup{Statement: "ReservationRecheck", Relation: "inv_reservation", Keys: key})
 }

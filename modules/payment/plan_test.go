@@ -1,12 +1,8 @@
 package payment
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/keelwork/keel/internal/plantest"
-	"github.com/keelwork/keel/keelpgx"
-	"github.com/keelwork/keel/module"
 	"github.com/keelwork/keel/module/moduletest"
 )
 
@@ -20,12 +16,9 @@ import (
 // callback names: each callback costing as much as the whole day's open
 // payments.
 func TestPlansAfterAnalyze(t *testing.T) {
-	e := moduletest.Postgres(t, testLines)
-	q, err := module.LoadQueries(queryFiles, "queries", "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
+	payment, refund := []string{"pay_payment_pkey"}, []string{"pay_refund_pkey"}
+	byOrder := []string{"pay_payment_order"}
+	moduletest.RequireKeyLookups(t, testLines, queryFiles, []string{
 		`INSERT INTO pay_order (id, amount_minor, currency, state, created_at)
 		 SELECT 'o' || g, 100, 'CNY', 'paid', now() FROM generate_series(1, 20000) g`,
 		`INSERT INTO pay_payment (payment_no, order_id, channel, merchant_id, app_id, amount_minor, currency, state,
@@ -37,21 +30,17 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		 SELECT 'r' || g, 'p' || g, 'q', 10, 'CNY', 'succeeded', 'x', 'u', now(), now() FROM generate_series(1, 20000) g`,
 		`ANALYZE pay_order`, `ANALYZE pay_payment`, `ANALYZE pay_refund`,
 		`UPDATE pay_payment SET state = (ARRAY['pending', 'closed', 'paid'])[1 + abs(hashtext(payment_no)) % 3]`,
-		`UPDATE pay_refund SET state = 'processing'`)
-	for _, s := range []struct{ name, relation, key string }{
-		{"PaymentSucceed", "pay_payment", "pay_payment_pkey"},
-		{"PaymentLateSuccess", "pay_payment", "pay_payment_pkey"},
-		{"PaymentClose", "pay_payment", "pay_payment_pkey"},
-		{"PaymentQueried", "pay_payment", "pay_payment_pkey"},
+		`UPDATE pay_refund SET state = 'processing'`,
+	},
+		moduletest.Lookup{Statement: "PaymentSucceed", Relation: "pay_payment", Keys: payment},
+		moduletest.Lookup{Statement: "PaymentLateSuccess", Relation: "pay_payment", Keys: payment},
+		moduletest.Lookup{Statement: "PaymentClose", Relation: "pay_payment", Keys: payment},
+		moduletest.Lookup{Statement: "PaymentQueried", Relation: "pay_payment", Keys: payment},
 		// The batch's other read of pay_payment is the transaction id's
 		// uniqueness probe.
-		{"PaymentSucceedMany", "pay_payment", "pay_payment_pkey pay_payment_transaction_id_key"},
-		{"PaymentPaidOfOrder", "pay_payment", "pay_payment_order"},
-		{"IntradayPaymentByOrder", "pay_payment", "pay_payment_order"},
-		{"RefundCalled", "pay_refund", "pay_refund_pkey"},
-	} {
-		t.Run(s.name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, q.Get(s.name)), s.relation, strings.Fields(s.key)...)
-		})
-	}
+		moduletest.Lookup{Statement: "PaymentSucceedMany", Relation: "pay_payment",
+			Keys: []string{"pay_payment_pkey", "pay_payment_transaction_id_key"}},
+		moduletest.Lookup{Statement: "PaymentPaidOfOrder", Relation: "pay_payment", Keys: byOrder},
+		moduletest.Lookup{Statement: "IntradayPaymentByOrder", Relation: "pay_payment", Keys: byOrder},
+		moduletest.Lookup{Statement: "RefundCalled", Relation: "pay_refund", Keys: refund})
 }

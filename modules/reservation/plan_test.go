@@ -3,8 +3,7 @@ package reservation
 import (
 	"testing"
 
-	"github.com/keelwork/keel/internal/plantest"
-	"github.com/keelwork/keel/keelpgx"
+	"github.com/keelwork/keel/module/moduletest"
 )
 
 // TestPlansAfterAnalyze: the statements that move one reservation or a
@@ -18,9 +17,8 @@ import (
 // every hold not yet expired, WaitlistOffer over every waitlist entry,
 // DeadLetterRequeue over every release retry.
 func TestPlansAfterAnalyze(t *testing.T) {
-	e := newPGEnv(t)
-	m := e.module(t)
-	conn := plantest.Session(t, e.driver.(*keelpgx.Driver).Pool(),
+	reservation, waitlist := []string{"rsv_reservation_pkey"}, []string{"rsv_waitlist_pkey"}
+	moduletest.RequireKeyLookups(t, lines, queryFiles, []string{
 		`INSERT INTO rsv_category (id, name_zh, name_en, updated_at, updated_by) VALUES ('plan', '计划', 'plan', now(), 't')`,
 		`INSERT INTO rsv_resource (category_id, name, created_at) VALUES ('plan', 'r', now())`,
 		`INSERT INTO rsv_slot (resource_id, starts_at, ends_at, capacity, created_at, updated_at)
@@ -38,15 +36,10 @@ func TestPlansAfterAnalyze(t *testing.T) {
 		`UPDATE rsv_reservation SET state = 'pending_payment', hold_expires_at = now() + interval '1 minute' WHERE id % 3 = 0`,
 		`UPDATE rsv_reservation SET state = 'pending_payment', hold_expires_at = now() - interval '1 minute' WHERE id % 3 = 1`,
 		`UPDATE rsv_reservation SET state = 'paid', retry_count = 1, dead_at = now() WHERE id % 3 = 2`,
-		`UPDATE rsv_waitlist SET state = 'waiting'`)
-	for _, s := range []struct{ name, relation string }{
-		{"ExpireMany", "rsv_reservation"},
-		{"ReservationPay", "rsv_reservation"},
-		{"DeadLetterRequeue", "rsv_reservation"},
-		{"WaitlistOffer", "rsv_waitlist"},
-	} {
-		t.Run(s.name, func(t *testing.T) {
-			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, m.st.sql(s.name)), s.relation, s.relation+"_pkey")
-		})
-	}
+		`UPDATE rsv_waitlist SET state = 'waiting'`,
+	},
+		moduletest.Lookup{Statement: "ExpireMany", Relation: "rsv_reservation", Keys: reservation},
+		moduletest.Lookup{Statement: "ReservationPay", Relation: "rsv_reservation", Keys: reservation},
+		moduletest.Lookup{Statement: "DeadLetterRequeue", Relation: "rsv_reservation", Keys: reservation},
+		moduletest.Lookup{Statement: "WaitlistOffer", Relation: "rsv_waitlist", Keys: waitlist})
 }

@@ -4,9 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/keelwork/keel/internal/plantest"
 	"github.com/keelwork/keel/keelmigrate"
-	"github.com/keelwork/keel/keelpgx"
 	"github.com/keelwork/keel/module/moduletest"
 )
 
@@ -22,15 +20,10 @@ func TestPlansAfterAnalyze(t *testing.T) {
 	lines := func(dialect string) []keelmigrate.Line {
 		return keelmigrate.DialectLines("tracking", os.DirFS(".."), "migrations", dialect)
 	}
-	e := moduletest.Postgres(t, lines)
-	conn := plantest.Session(t, e.Driver.(*keelpgx.Driver).Pool(),
+	moduletest.RequireKeyLookups(t, lines, queryFiles, []string{
 		`INSERT INTO tracking_gap (carrier, waybill, seq, opened_at, closed_at, closed_raw_id)
 		 SELECT 'c1', 'w' || (g / 10), g % 10, now(), now(), g FROM generate_series(1, 30000) g`,
 		`ANALYZE tracking_gap`,
-		`UPDATE tracking_gap SET closed_at = NULL, closed_raw_id = NULL`)
-	st, err := New(e.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plantest.RequireKeyLookup(t, plantest.Generic(t, conn, st.sql("GapCloseBatch")), "tracking_gap", "tracking_gap_pkey")
+		`UPDATE tracking_gap SET closed_at = NULL, closed_raw_id = NULL`,
+	}, moduletest.Lookup{Statement: "GapCloseBatch", Relation: "tracking_gap", Keys: []string{"tracking_gap_pkey"}})
 }
