@@ -91,4 +91,9 @@ func TestPlansAfterAnalyze(t *testing.T) {
 			plantest.RequireKeyLookup(t, plantest.Generic(t, conn, s.sql), "keel_job", "keel_job_pkey")
 		})
 	}
+	// The wake by flow key reads the key's waiting jobs only, not the
+	// key's jobs in every state (keel_job_flow_key_idx).
+	t.Run("JobWakeFlow", func(t *testing.T) {
+		plantest.RequireKeyLookup(t, plantest.Generic(t, conn, sqlJobWakeFlow), "keel_job", "keel_job_wait_key_idx")
+	})
 }
