@@ -78,6 +78,13 @@ func (e *tenv[TTx]) build(t testing.TB, settings map[string]string, opts ...Opti
 // when withEvents); lease is the engine lease.
 func (e *tenv[TTx]) start(t testing.TB, m *Module[TTx], lease time.Duration, withEvents bool) *keel.Client[TTx] {
 	t.Helper()
+	return e.startWith(t, m, lease, withEvents, nil)
+}
+
+// startWith is start with the engine's configuration edited after the
+// module configured it (nil: unchanged).
+func (e *tenv[TTx]) startWith(t testing.TB, m *Module[TTx], lease time.Duration, withEvents bool, edit func(*keel.Config)) *keel.Client[TTx] {
+	t.Helper()
 	cfg := &keel.Config{Logger: quiet(), LeaseDuration: lease, FetchPollInterval: 200 * time.Millisecond,
 		RescueInterval: 100 * time.Millisecond, PromoteInterval: 50 * time.Millisecond, LeaderTTL: time.Second,
 		StopHandBack: 200 * time.Millisecond, RetryPolicy: fastRetry{}}
@@ -88,6 +95,9 @@ func (e *tenv[TTx]) start(t testing.TB, m *Module[TTx], lease time.Duration, wit
 	}
 	if err := m.Configure(cfg); err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	if withEvents {
 		return e.Run(t, cfg, e.ev, m)
