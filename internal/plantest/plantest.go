@@ -128,7 +128,7 @@ func Session(t testing.TB, pool *pgxpool.Pool, setup ...string) *pgx.Conn {
 		_, _ = conn.Exec(context.Background(), "RESET plan_cache_mode")
 		c.Release()
 	})
-	for _, q := range append(setup, "SET plan_cache_mode = force_generic_plan") {
+	for _, q := range slices.Concat(setup, []string{"SET plan_cache_mode = force_generic_plan"}) {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
