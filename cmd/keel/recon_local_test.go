@@ -158,6 +158,21 @@ func manualEvent[TTx any](t *testing.T, client *keel.Client[TTx], db keelsql.DB[
 		list, err := ev.ListManual(ctx, keelevents.ListParams{})
 		return err == nil && len(list) == 1
 	})
+	// The relay marks an event published after the bus took it, so the
+	// consumer can have failed it before the mark commits: wait for the
+	// mark too, or `keel events topics` may still count it as backlog.
+	moduletest.WaitFor(t, 30*time.Second, "the poison event marked published", func() bool {
+		stats, err := ev.TopicStats(ctx)
+		if err != nil {
+			return false
+		}
+		for _, s := range stats {
+			if s.Topic == "test.poison" {
+				return s.Backlog == 0 && s.Published == 1
+			}
+		}
+		return false
+	})
 }
 
 var errPoison = errorString("poison event: the handler cannot apply it")
