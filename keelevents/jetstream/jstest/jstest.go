@@ -6,6 +6,7 @@ package jstest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -82,7 +83,17 @@ type Process struct {
 	bin  string // the nats-server program found for this process
 	cmd  *exec.Cmd
 	log  string
+	// name is this process's server name, unique per Process. Readiness
+	// checks it: a port found free can be taken by another test's broker
+	// before this one binds it (or while this one is down for a restart),
+	// and that broker answers the same INFO request. A test then paused
+	// or killed its own idle process while its client talked to a broker
+	// nobody stopped, and a publish "to a stalled broker" was acknowledged.
+	name string
 }
+
+// errPortTaken says another server answered on the process's port.
+var errPortTaken = errors.New("another server answers on the port")
 
 // StartProcess starts nats-server on a free port with a store under a
 // temporary directory; it is killed when the test ends.
@@ -97,15 +108,24 @@ func StartProcess(t testing.TB) *Process {
 		}
 	}
 	dir := t.TempDir()
-	p := &Process{t: t, bin: bin, Port: freePort(t), Dir: filepath.Join(dir, "store"), log: filepath.Join(dir, "nats.log")}
-	p.Start()
+	p := &Process{t: t, bin: bin, Dir: filepath.Join(dir, "store"), log: filepath.Join(dir, "nats.log"),
+		name: fmt.Sprintf("jstest-%d-%x", os.Getpid(), rand.Uint64())}
 	t.Cleanup(func() {
 		if p.cmd != nil {
 			_ = p.cmd.Process.Kill()
 			_ = p.cmd.Wait()
 		}
 	})
-	return p
+	for attempt := 0; ; attempt++ {
+		p.Port = freePort(t)
+		err := p.start()
+		if err == nil {
+			return p
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 4 {
+			t.Fatal(err)
+		}
+	}
 }
 
 // URL is the process's client URL.
@@ -115,19 +135,29 @@ func (p *Process) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(p.Por
 // JetStream answers.
 func (p *Process) Start() {
 	p.t.Helper()
+	if err := p.start(); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// start runs the process and waits until it, by its server name, answers
+// JetStream's INFO on its port. Another server answering there ends the
+// wait with errPortTaken, after this process is killed.
+func (p *Process) start() error {
 	if p.cmd != nil {
-		p.t.Fatal("jstest: nats-server already running")
+		return errors.New("jstest: nats-server already running")
 	}
 	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		p.t.Fatal(err)
+		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(p.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-js", "-sd", p.Dir)
+	cmd := exec.Command(p.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-js", "-sd", p.Dir,
+		"--server_name", p.name)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("jstest: starting %s: %v", p.bin, err)
+		return fmt.Errorf("jstest: starting %s: %w", p.bin, err)
 	}
 	p.cmd = cmd
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -135,15 +165,21 @@ func (p *Process) Start() {
 	for {
 		nc, err := nats.Connect(p.URL(), nats.Timeout(time.Second))
 		if err == nil {
+			other := nc.ConnectedServerName()
+			if other != p.name {
+				nc.Close()
+				p.Kill()
+				return fmt.Errorf("jstest: port %d: %w (%q, not %q)\n%s", p.Port, errPortTaken, other, p.name, tail(p.log))
+			}
 			_, err = nc.Request("$JS.API.INFO", nil, time.Second)
 			nc.Close()
 			if err == nil {
-				return
+				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			p.t.Fatalf("jstest: nats-server on port %d not ready: %v\n%s", p.Port, err, tail(p.log))
+			return fmt.Errorf("jstest: nats-server on port %d not ready: %w\n%s", p.Port, err, tail(p.log))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
