@@ -43,7 +43,8 @@ import (
 // the concurrent senders (default 64), KEEL_PAY_BENCH_DOWNSTREAM=1 runs
 // the relay and consumers during the run. KEEL_PAY_BENCH_DIALECT=sqlite
 // runs it on SQLite (no database CPU figure there: SQLite runs in the
-// process, whose CPU includes it).
+// process, whose CPU includes it). KEEL_PAY_BENCH_QUIET_STATS=N adds N
+// payments left pending, on tables analyzed before they were (quietStats).
 func BenchmarkCallbackIngress(b *testing.B) {
 	if os.Getenv("KEEL_PAY_BENCH_DIALECT") == "sqlite" {
 		benchIngress(b, newTenv(moduletest.SQLite(b, testLines)))
@@ -96,6 +97,9 @@ func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
 			seq + `INSERT INTO pay_payment_history (payment_no, version, from_state, to_state, reason, actor, at)
 			 SELECT printf('BENCH%08d', i), 1, '', 'pending', 'created', 'bench', ?1 FROM s`,
 		}
+	}
+	if n, _ := strconv.Atoi(os.Getenv("KEEL_PAY_BENCH_QUIET_STATS")); n > 0 {
+		quietStats(b, e, n, cfg.MerchantID, cfg.AppID)
 	}
 	for i, q := range seeds {
 		args := []any{now, b.N}
@@ -169,6 +173,44 @@ func benchIngress[TTx any](b *testing.B, e *tenv[TTx]) {
 	if gs.Batches > 0 {
 		b.ReportMetric(float64(gs.Callbacks)/float64(gs.Batches), "callbacks/txn")
 		b.ReportMetric(float64(gs.Alone), "alone")
+	}
+}
+
+// quietStats seeds n payments that stay pending through the run (a day's
+// open payments, which get no callback here), with the tables analyzed
+// before they became pending: statistics taken on a quiet night, when
+// every payment had settled. It is the set-up of TestPlansAfterAnalyze at
+// the scale of a busy day, measured from the channel's side: a callback
+// whose statement walks every pending payment to find the one it names
+// costs as much as that backlog. PostgreSQL only (SQLite is never
+// analyzed by Keel).
+func quietStats[TTx any](b *testing.B, e *tenv[TTx], n int, merchant, app string) {
+	if e.DB.Dialect() != "postgres" {
+		b.Fatal("KEEL_PAY_BENCH_QUIET_STATS needs PostgreSQL")
+	}
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO pay_order (id, amount_minor, currency, state, created_at)
+		 SELECT 'OOPEN' || lpad(i::text, 8, '0'), 128800, 'CNY', 'awaiting_payment', now() FROM generate_series(0, $1 - 1) AS i`,
+		`INSERT INTO pay_payment (payment_no, order_id, channel, merchant_id, app_id, amount_minor, currency, state,
+		                          expires_at, query_after, created_at, updated_at)
+		 SELECT 'OPEN' || lpad(i::text, 8, '0'), 'OOPEN' || lpad(i::text, 8, '0'), 'alipay', $2, $3,
+		        128800, 'CNY', 'manual', now() + interval '1 hour', now() + interval '1 hour', now(), now()
+		 FROM generate_series(0, $1 - 1) AS i`,
+	} {
+		args := []any{n}
+		if strings.Contains(q, "$2") {
+			args = append(args, merchant, app)
+		}
+		if _, err := e.DB.Exec(ctx, q, args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, q := range []string{`ANALYZE pay_order`, `ANALYZE pay_payment`, `ANALYZE pay_payment_history`,
+		`UPDATE pay_payment SET state = 'pending' WHERE payment_no LIKE 'OPEN%'`} {
+		if _, err := e.DB.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
