@@ -29,15 +29,14 @@ import (
 // them.
 func quietStats(b *testing.B, e *moduletest.Env[pgx.Tx], n int) {
 	ctx := context.Background()
-	for _, q := range []string{
-		`INSERT INTO alarm_instance (id, device, rule, rule_version, state, severity, peak_severity, peak_value,
-		     first_value, last_value, count, first_at, last_at, boot, first_seq, last_seq, received_at, ver)
+	if _, err := e.DB.Exec(ctx, `INSERT INTO alarm_instance (id, device, rule, rule_version, state, severity, peak_severity,
+		     peak_value, first_value, last_value, count, first_at, last_at, boot, first_seq, last_seq, received_at, ver)
 		 SELECT 'quiet' || g, 'quiet' || g, 'r' || (g % 10), 1, 'recovered', 1, 1, 0, 0, 0, 1, now(), now(), 1, 1, 1, now(), 1
-		 FROM generate_series(1, ` + strconv.Itoa(n) + `) g`,
-		`ANALYZE alarm_instance`,
-		`ANALYZE alarm_notice`,
-		`UPDATE alarm_instance SET state = 'firing' WHERE device LIKE 'quiet%'`,
-	} {
+		 FROM generate_series(1, $1) g`, n); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range []string{`ANALYZE alarm_instance`, `ANALYZE alarm_notice`,
+		`UPDATE alarm_instance SET state = 'firing' WHERE device LIKE 'quiet%'`} {
 		if _, err := e.DB.Exec(ctx, q); err != nil {
 			b.Fatal(err)
 		}

@@ -189,20 +189,21 @@ func quietStats[TTx any](b *testing.B, e *tenv[TTx], n int, merchant, app string
 		b.Fatal("KEEL_PAY_BENCH_QUIET_STATS needs PostgreSQL")
 	}
 	ctx := context.Background()
-	for _, q := range []string{
-		`INSERT INTO pay_order (id, amount_minor, currency, state, created_at)
-		 SELECT 'OOPEN' || lpad(i::text, 8, '0'), 128800, 'CNY', 'awaiting_payment', now() FROM generate_series(0, $1 - 1) AS i`,
-		`INSERT INTO pay_payment (payment_no, order_id, channel, merchant_id, app_id, amount_minor, currency, state,
-		                          expires_at, query_after, created_at, updated_at)
-		 SELECT 'OPEN' || lpad(i::text, 8, '0'), 'OOPEN' || lpad(i::text, 8, '0'), 'alipay', $2, $3,
-		        128800, 'CNY', 'manual', now() + interval '1 hour', now() + interval '1 hour', now(), now()
-		 FROM generate_series(0, $1 - 1) AS i`,
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO pay_order (id, amount_minor, currency, state, created_at)
+		  SELECT 'OOPEN' || lpad(i::text, 8, '0'), 128800, 'CNY', 'awaiting_payment', now() FROM generate_series(0, $1 - 1) AS i`,
+			[]any{n}},
+		{`INSERT INTO pay_payment (payment_no, order_id, channel, merchant_id, app_id, amount_minor, currency, state,
+		                           expires_at, query_after, created_at, updated_at)
+		  SELECT 'OPEN' || lpad(i::text, 8, '0'), 'OOPEN' || lpad(i::text, 8, '0'), 'alipay', $2, $3,
+		         128800, 'CNY', 'manual', now() + interval '1 hour', now() + interval '1 hour', now(), now()
+		  FROM generate_series(0, $1 - 1) AS i`,
+			[]any{n, merchant, app}},
 	} {
-		args := []any{n}
-		if strings.Contains(q, "$2") {
-			args = append(args, merchant, app)
-		}
-		if _, err := e.DB.Exec(ctx, q, args...); err != nil {
+		if _, err := e.DB.Exec(ctx, st.sql, st.args...); err != nil {
 			b.Fatal(err)
 		}
 	}
